@@ -1,0 +1,37 @@
+# The README's two commands: `make book` builds the book, `make test` runs every test.
+# Both create the virtual environment (.venv) and install everything on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export ATTNLAB_THREADS := 1
+export OMP_NUM_THREADS := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: book test install check clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+# Execute every chapter whose source, parameters or library code changed (2 workers, one torch
+# thread each), then build the HTML with warnings as errors: _build/html/index.html.
+book: $(STAMP)
+	$(BIN)/attnlab book --jobs 2
+
+# Unit tests, nbval over every executed notebook in book/ (2 workers, claims tables compared)
+# and a strict book build (tests/test_book_build.py). Results are recomputed in a fresh store.
+test: $(STAMP)
+	ATTNLAB_STORE=$$(mktemp -d) $(BIN)/python -m pytest -n 2 --dist loadfile --nbval-lax \
+		--durations=15 lib tests book
+
+check: $(STAMP)
+	$(BIN)/attnlab check
+
+clean:
+	rm -rf _build runs results/ci results/medium

@@ -1,0 +1,1 @@
+"""Paper-agnostic machinery: attention, replica-batched training, presets, result store, claims, plots."""

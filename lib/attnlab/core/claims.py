@@ -1,0 +1,101 @@
+"""The "paper vs this run" table: one row per checkable claim, with a verdict.
+
+Verdicts: "holds" / "fails" (checked here), "not run" (the measurement needs another scale).
+A claim `asserted` at this scale raises `ClaimFailed` after the table is shown if it fails,
+so the chapter (and CI) fails. The table renders as Markdown in the book and as the same
+stable, rounded text for nbval, which compares it cell by cell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+VERDICT_MARK = {"holds": "✅ holds", "fails": "❌ fails", "not run": "⏳ not run"}
+LEGEND = ("✅ holds: the claim is reproduced by this run, within the stated tolerance. "
+          "❌ fails: it is not. ⏳ not run: the measurement needs another scale (see 'At paper scale'). "
+          "Column 'asserted': 'yes' means the chapter raises (and CI fails) if the claim fails at this scale.")
+
+
+class ClaimFailed(AssertionError):
+    """A claim asserted at this scale does not hold."""
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """Stable text for a number: 3 significant digits, no '-0'."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if value == 0 or 1e-3 <= abs(value) < 1e5:
+            text = f"{value:.{digits}g}"
+        else:
+            text = f"{value:.{max(digits - 1, 1)}e}"
+        return "0" if text in ("-0", "0") else text
+    return str(value)
+
+
+@dataclass
+class Claim:
+    key: str
+    text: str
+    paper: str
+    ours: str
+    tolerance: str
+    verdict: str
+    asserted: bool
+
+
+@dataclass
+class ClaimsTable:
+    """Collects claims; `check` raises for asserted claims that fail."""
+
+    title: str = "Paper vs this run"
+    rows: list[Claim] = field(default_factory=list)
+
+    def add(self, key: str, text: str, *, paper: Any, ours: Any, holds: bool | None,
+            tolerance: str = "", asserted: bool = False) -> "ClaimsTable":
+        """holds=None: not measured at this scale."""
+        verdict = "not run" if holds is None else ("holds" if holds else "fails")
+        self.rows.append(Claim(key, text, fmt(paper), fmt(ours), tolerance, verdict, asserted and holds is not None))
+        return self
+
+    def markdown(self) -> str:
+        head = "| # | claim | paper | this run | tolerance | verdict | asserted |\n|---|---|---|---|---|---|---|\n"
+        return head + "\n".join(
+            f"| {c.key} | {c.text} | {c.paper} | {c.ours} | {c.tolerance} | {VERDICT_MARK[c.verdict]} | "
+            f"{'yes' if c.asserted else 'no'} |" for c in self.rows)
+
+    def __repr__(self) -> str:  # text/plain: what nbval compares
+        return self.markdown()
+
+    def _repr_markdown_(self) -> str:  # what the book shows
+        return self.markdown()
+
+    def show(self) -> None:
+        """Display the table (Markdown in the book, text for nbval), then `check`."""
+        from IPython.display import display
+
+        display(self)
+        self.check()
+
+    def check(self) -> "ClaimsTable":
+        """Raise ClaimFailed naming every asserted claim that fails; return self otherwise."""
+        failed = [c for c in self.rows if c.asserted and c.verdict == "fails"]
+        if failed:
+            raise ClaimFailed("; ".join(f"claim {c.key} ({c.text}): paper {c.paper}, this run {c.ours}"
+                                        for c in failed))
+        return self
+
+    @staticmethod
+    def parse(markdown: str) -> list[dict[str, str]]:
+        """Rows of a table printed by `markdown()` (used by the scorecard)."""
+        lines = [l for l in markdown.strip().splitlines() if l.startswith("|")]
+        keys = ["key", "claim", "paper", "ours", "tolerance", "verdict", "asserted"]
+        return [dict(zip(keys, [c.strip() for c in l.strip("|").split(" | ")])) for l in lines[2:]]
