@@ -91,7 +91,7 @@ def cmd_book(args) -> int:
     write_generated_pages()
     if args.no_build:
         return EXIT_OK
-    cmd = ["jupyter-book", "build", str(REPO_ROOT), "--warningiserror", "--nitpick", "--keep-going"]
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(REPO_ROOT), "--warningiserror", "--nitpick", "--keep-going"]
     print("building:", " ".join(cmd))
     rc = subprocess.call(cmd, cwd=REPO_ROOT)
     if rc == 0:

@@ -19,7 +19,8 @@ class ParameterError(ValueError):
 
 @dataclass(frozen=True)
 class Param:
-    """One knob. kind: 'int' | 'float' | 'str' | 'bool' | 'int_list' | 'float_list'."""
+    """One knob. kind: 'int' | 'float' | 'str' | 'bool' | 'int_list' | 'float_list' | 'int_rows'
+    ('int_rows': a list of integer lists of length `width`, e.g. model configs (N, S, d, d_h, H))."""
 
     name: str
     kind: str
@@ -27,7 +28,8 @@ class Param:
     min: float | None = None
     max: float | None = None
     choices: tuple[Any, ...] | None = None
-    nullable: bool = False  # None is a meaningful value (e.g. batch_size=None: full population)
+    nullable: bool = False  # None is a meaningful value
+    width: int | None = None  # for 'int_rows'
 
     def _fail(self, value: Any, allowed: str) -> ParameterError:
         return ParameterError(f"parameter {self.name!r}: value {value!r} is not allowed; {allowed}")
@@ -61,6 +63,14 @@ class Param:
             if self.nullable:
                 return None
             raise self._fail(value, "a value is required")
+        if self.kind == "int_rows":
+            if (not isinstance(value, (list, tuple)) or not value
+                    or any(not isinstance(row, (list, tuple)) or len(row) != self.width for row in value)):
+                raise self._fail(value, f"expected a non-empty list of lists of {self.width} integers")
+            try:
+                return [[self._scalar(v, "int") for v in row] for row in value]
+            except ParameterError as err:
+                raise self._fail(value, "every entry: " + str(err).split("; ", 1)[1]) from None
         if self.kind.endswith("_list"):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 value = [value]

@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
+from .progress import tqdm
 
 
 class MaskedAdam:
@@ -93,7 +93,7 @@ def train_replicas(model: torch.nn.Module, batches: Iterator[tuple[torch.Tensor,
     curve: list[list[float]] = []
     start = time.perf_counter()
     loss = torch.zeros(R)
-    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=2.0, leave=False)
+    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=5.0, leave=False)
     for step in bar:
         tokens, targets = next(batches)
         logits = model(tokens)
