@@ -76,10 +76,18 @@ def cmd_run(args) -> int:
         return EXIT_OK
     from .notebooks import execute
 
+    from papermill.exceptions import PapermillExecutionError
+
     out = Path(args.out or Path("runs") / exp.id / time.strftime("%Y%m%d-%H%M%S"))
+    notebook = out / f"{Path(exp.id).name}.ipynb"
     params = {"scale": args.scale, **overrides}
-    seconds = execute(exp, out / f"{Path(exp.id).name}.ipynb", parameters=params, cwd=Path.cwd())
-    print(f"{exp.id}: executed in {seconds:.1f} s -> {out / (Path(exp.id).name + '.ipynb')}")
+    try:
+        seconds = execute(exp, notebook, parameters=params, cwd=Path.cwd())
+    except PapermillExecutionError as err:
+        print(f"attnlab: {exp.id} stopped: {err.ename}: {err.evalue.splitlines()[0] if err.evalue else ''} "
+              f"(executed notebook: {notebook})", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{exp.id}: executed in {seconds:.1f} s -> {notebook}")
     return EXIT_OK
 
 

@@ -19,34 +19,43 @@ def last_query_attention(x_tab: torch.Tensor, tokens: torch.Tensor, W_Q: torch.T
 
     a_s = softmax_s(scale * (W_Q x_S)^T (W_K x_s)),  out = W_O W_V sum_s a_s x_s.
     x_tab: [G,S,N,D] (x for each position and token, of the head's replica); tokens: [B,S];
-    W_Q, W_K, W_V: [G,K,D]; W_O: [G,D,K]; scale: [G]. Returns [G,B,D].
+    W_Q, W_K, W_V: [G,K,D]; W_O: [G,D,K]; scale: [G].
+    Returns [G,D,B]: the batch axis last, so that every elementwise op and reduction runs over a
+    long contiguous axis (over short axes such as S = 2 or D = 2, CPU kernels do not vectorize).
     """
     G, S, N, D = x_tab.shape
     B = tokens.shape[0]
     flat = x_tab.reshape(G, S * N, D)
-    rows = (tokens + torch.arange(S, device=tokens.device) * N).reshape(-1)  # rows of the flat table
+    keys = tokens.T + (torch.arange(S, device=tokens.device) * N).unsqueeze(1)  # [S,B]: row (s, t_s) of flat
+    # Score table over (query token, key position and token), then only the S*B scores needed.
+    q_tab = torch.bmm(flat[:, (S - 1) * N:], W_Q.transpose(1, 2)) * scale.view(-1, 1, 1)  # [G,N,K]
+    k_tab = torch.bmm(flat, W_K.transpose(1, 2))  # [G,SN,K]
+    score_tab = torch.bmm(q_tab, k_tab.transpose(1, 2)).reshape(G, N * S * N)
+    scores = score_tab.index_select(1, (tokens[:, -1] * (S * N) + keys).reshape(-1)).view(G, S, B)
+    if S == 2:  # softmax over two scores is a sigmoid of their difference: fewer full-size ops
+        a1 = torch.sigmoid(scores[:, 1] - scores[:, 0]).unsqueeze(1)
+        a = torch.cat([1 - a1, a1], dim=1)
+    else:
+        a = _softmax(scores, dim=1)  # [G,S,B]
+    # Values W_O W_V x per (position, token), gathered one position at a time.
+    ov_tab = torch.bmm(W_O, torch.bmm(W_V, flat.transpose(1, 2)))  # [G,D,SN]
+    out = a[:, :1] * ov_tab.index_select(2, keys[0])
+    for s in range(1, S):
+        out = out + a[:, s:s + 1] * ov_tab.index_select(2, keys[s])
+    return out
 
-    def gather(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        return table.index_select(1, index)  # backward is an index_add: much faster than index_put
 
-    q = gather(torch.bmm(flat[:, (S - 1) * N:], W_Q.transpose(1, 2)), tokens[:, -1])  # [G,B,K]
-    k = gather(torch.bmm(flat, W_K.transpose(1, 2)), rows).view(G, B, S, -1)
-    ov = gather(torch.bmm(torch.bmm(flat, W_V.transpose(1, 2)), W_O.transpose(1, 2)), rows).view(G, B, S, D)
-    scores = (q.unsqueeze(2) * k).sum(-1) * scale.view(-1, 1, 1)  # [G,B,S]
-    a = _softmax_last(scores)
-    return (a.unsqueeze(-1) * ov).sum(2)
-
-
-def _softmax_last(z: torch.Tensor) -> torch.Tensor:
-    """softmax over a short last axis (torch.softmax is slow on very many rows of length 2)."""
-    e = (z - z.detach().amax(-1, keepdim=True)).exp()
-    return e / e.sum(-1, keepdim=True)
+def _softmax(z: torch.Tensor, dim: int) -> torch.Tensor:
+    """softmax written out (stable): faster than torch.softmax over a short axis of many rows."""
+    e = (z - z.detach().amax(dim, keepdim=True)).exp()
+    return e / e.sum(dim, keepdim=True)
 
 
 def heads_to_replicas(out: torch.Tensor, head_replica: torch.Tensor, n_replicas: int) -> torch.Tensor:
-    """Sum packed head outputs [G,...] into their replicas [R,...]."""
-    total = out.new_zeros((n_replicas, *out.shape[1:]))
-    return total.index_add(0, head_replica, out)
+    """Sum packed head outputs [G,...] into their replicas [R,...] (a 0/1 [R,G] matrix product,
+    much faster on CPU than index_add and its backward)."""
+    assign = (head_replica.unsqueeze(0) == torch.arange(n_replicas, device=out.device).unsqueeze(1)).to(out.dtype)
+    return (assign @ out.reshape(out.shape[0], -1)).view(n_replicas, *out.shape[1:])
 
 
 def causal_attention(x: torch.Tensor, W_Q: torch.Tensor, W_K: torch.Tensor, W_V: torch.Tensor,

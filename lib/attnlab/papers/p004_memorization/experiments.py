@@ -48,7 +48,8 @@ def _train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
     cfg = ctx.config
     common = {k: cfg[k] for k in ("N", "steps", "batch_size", "n_batches", "lr_start", "lr_end", "task_seed")}
     keys = [{"model": "aot", "S": 2, **common, **p} for p in points]
-    todo = [k for k in keys if ctx.store.get(k) is None]
+    found = {i: ctx.store.get(k) for i, k in enumerate(keys)}  # each point looked up once
+    todo = [k for i, k in enumerate(keys) if found[i] is None]
     if todo and ctx.readonly:
         raise MissingResult(f"{len(todo)} of {len(keys)} points are not in {ctx.store.dir}")
     todo.sort(key=lambda k: (k["d"], k["d_h"], k["H"]))  # similar sizes share a program: less padding
@@ -68,11 +69,11 @@ def _train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
         with torch.no_grad():
             acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
         for r, key in enumerate(chunk):
-            ctx.store.put(key, {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
-                                "final_loss": log.final_loss[r], "steps": log.steps_trained[r]},
-                          seconds=log.seconds / len(chunk), device=str(ctx.device))
+            found[keys.index(key)] = row = {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
+                                            "final_loss": log.final_loss[r], "steps": log.steps_trained[r]}
+            ctx.store.put(key, row, seconds=log.seconds / len(chunk), device=str(ctx.device))
             ctx.store.computed += 1
-    return [{**p, **ctx.store.get(k)} for p, k in zip(points, keys)]
+    return [{**p, **found[i]} for i, p in enumerate(points)]
 
 
 def untrained_accuracy(N: int, configs: list[AoTConfig], task_seed: int = 0) -> float:

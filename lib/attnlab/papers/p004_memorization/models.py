@@ -85,12 +85,17 @@ class ReplicaAoT(ReplicaModule):
         self.place("W_O", r, _uniform(gen, (c.H, c.d, c.d_h), c.d_h))
         self.place("W_U", r, _uniform(gen, (c.N, c.d), c.d))
 
-    def residual(self, tokens: torch.Tensor) -> torch.Tensor:
-        """x_S + sum_h W_O^h W_V^h A^h(t): [R,B,D]."""
+    def residual_db(self, tokens: torch.Tensor) -> torch.Tensor:
+        """x_S + sum_h W_O^h W_V^h A^h(t), batch axis last: [R,D,B]."""
         x_tab = self.w("P")[:, :, None] + self.w("E")[:, None]  # [R,S,N,D]
         heads = [self.w(n).flatten(0, 1)[self.head_rows] for n in ("W_Q", "W_K", "W_V", "W_O")]
         out = last_query_attention(x_tab[self.head_replica], tokens, *heads, self.head_scale)
-        return x_tab[:, -1, tokens[:, -1]] + heads_to_replicas(out, self.head_replica, self.R)
+        return x_tab[:, -1, tokens[:, -1]].transpose(1, 2) + heads_to_replicas(out, self.head_replica, self.R)
+
+    def residual(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The residual stream at the last position, [R,B,D]."""
+        return self.residual_db(tokens).transpose(1, 2)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return torch.einsum("rbd,rnd->rbn", self.residual(tokens), self.w("W_U"))
+        """Logits [R,B,N] (a view of a [R,N,B] tensor: see `replica_cross_entropy`)."""
+        return torch.bmm(self.w("W_U"), self.residual_db(tokens)).transpose(1, 2)
