@@ -9,9 +9,11 @@ copy is re-executed exactly when one of them changed.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import os
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -69,8 +71,12 @@ def stale_reason(exp: Experiment) -> str | None:
 def execute(exp: Experiment, output: Path, parameters: dict[str, Any] | None = None,
             store_root: str | None = None, cwd: Path = REPO_ROOT) -> float:
     """Execute the chapter's source with papermill into `output`; return the wall time in seconds."""
+    import logging
+
     import jupytext
     import papermill
+
+    logging.getLogger("papermill").setLevel(logging.ERROR)  # its per-line parameter-parsing chatter
 
     env = {"ATTNLAB_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     if store_root:
@@ -83,8 +89,9 @@ def execute(exp: Experiment, output: Path, parameters: dict[str, Any] | None = N
         src = Path(tmp) / (output.stem + ".ipynb")
         nbformat.write(nb, src)
         start = time.perf_counter()
-        papermill.execute_notebook(str(src), str(output), parameters=parameters or {}, kernel_name="python3",
-                                   progress_bar=False, cwd=str(cwd), log_output=False)
+        with _kernel_stderr_to(Path(tmp) / "kernel.log"):
+            papermill.execute_notebook(str(src), str(output), parameters=parameters or {}, kernel_name="python3",
+                                       progress_bar=False, cwd=str(cwd), log_output=False)
         seconds = time.perf_counter() - start
     done = nbformat.read(output, as_version=4)
     done.metadata["attnlab"] = {**fp, "result": exp.id, "parameters": parameters or {},
@@ -95,6 +102,21 @@ def execute(exp: Experiment, output: Path, parameters: dict[str, Any] | None = N
         cell.metadata.pop("execution", None)
     nbformat.write(done, output)
     return seconds
+
+
+@contextlib.contextmanager
+def _kernel_stderr_to(path: Path):
+    """Send what the Jupyter kernel process writes to stderr (it inherits file descriptor 2, and
+    ipykernel warns there about its transport) to `path`; errors still arrive through papermill."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "w") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _execute_for_book(exp_id: str, store_root: str) -> tuple[str, float]:

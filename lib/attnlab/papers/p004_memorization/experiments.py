@@ -135,7 +135,8 @@ def claims_fig1a(result: dict, full: dict | None = None) -> ClaimsTable:
     min_r2 = min(v["r2"] for v in per_d.values() if v["fit_points"] >= 3) if any(
         v["fit_points"] >= 3 for v in per_d.values()) else float("nan")
     t.add("13b", "linear in H before saturation (least R² over d)", paper="linear", ours=min_r2,
-          holds=bool(min_r2 > 0.95), tolerance="R² > 0.95", asserted=True)
+          holds=None if np.isnan(min_r2) else bool(min_r2 > 0.95), tolerance="R² > 0.95 (≥ 3 points)",
+          asserted=True)
     margin = min(min(np.subtract(v["accuracy"], v["bound"])) for v in per_d.values())
     t.add("13c", "trained accuracy above the Corollary 2 bound at every H", paper="above",
           ours=f"least margin {margin:.3f}", holds=margin > 0, tolerance="> 0", asserted=True)
