@@ -87,15 +87,16 @@ class Context:
     readonly: bool = False  # True: never compute, raise MissingResult instead
 
 
-PAPER_MODULES = ("attnlab.papers.p004_memorization.experiments",)
+PAPER_PACKAGES = ("attnlab.papers.p004_memorization",)
 
 
 def registry() -> dict[str, Experiment]:
-    """Every experiment of every paper, by id, in book order."""
+    """Every experiment of every paper, by id, in book order (each paper package lists its modules)."""
     out: dict[str, Experiment] = {}
-    for name in PAPER_MODULES:
-        for exp in importlib.import_module(name).EXPERIMENTS:
-            out[exp.id] = exp
+    for package in PAPER_PACKAGES:
+        for module in importlib.import_module(package).EXPERIMENT_MODULES:
+            for exp in importlib.import_module(f"{package}.{module}").EXPERIMENTS:
+                out[exp.id] = exp
     return out
 
 

@@ -1,0 +1,12 @@
+"""Paper 004: Memorization in Attention-only Transformers (Dana, Pydi, Chevaleyre, AISTATS 2025).
+
+Each module listed in EXPERIMENT_MODULES defines `EXPERIMENTS`, a list of `Experiment`s in book order.
+"""
+
+EXPERIMENT_MODULES = (
+    "experiments",      # Theorem 1 construction, Fig. 1a/2b, Table 1
+    "exp_theory",       # setup and formalism, Propositions 1-3, Lemmas 2-3, Theorem 1 with eps > 0
+    "exp_theorem2",     # Theorem 2 (KL upper bound), Fig. 4 (Exp. 6)
+    "exp_scaling",      # Figs. 1b, 2a, 3 (Exps. 2, 3, 5) and Figs. 5-7 (App. B.1)
+    "exp_depth",        # Figs. 8-10 (App. B.2)
+)
