@@ -50,8 +50,11 @@ class ReplicaModule(nn.Module):
         out = {}
         for name in self._names:
             mask = getattr(self, name + "_mask")[r]
-            extent = [int(mask.amax(dim=[j for j in range(mask.dim()) if j != i]).sum()) if mask.dim() > 1
-                      else int(mask.sum()) for i in range(mask.dim())]
+            if mask.numel() == 0:  # a zero-width parameter (e.g. no MLP in any replica)
+                extent = list(mask.shape)
+            else:
+                extent = [int(mask.amax(dim=[j for j in range(mask.dim()) if j != i]).sum()) if mask.dim() > 1
+                          else int(mask.sum()) for i in range(mask.dim())]
             out[name] = getattr(self, name)[r][tuple(slice(0, n) for n in extent)].detach().clone()
         return out
 
