@@ -44,28 +44,45 @@ FIG1A = (
 
 
 def _train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
-    """Train every point (one AoT replica each) not yet in the store, `chunk` replicas at a time."""
+    """Train every point (one AoT replica each) not yet in the store, `chunk` replicas at a time.
+
+    A point is {d, d_h, H, seed} plus optional keys: param ("paper" | "repo", default "paper"),
+    mlp_width (default 0: attention only) and lr_end (default: the config's). Defaults are left
+    out of the store key, so plain points keep their keys. Replicas of one program share `param`;
+    each replica follows its own learning-rate schedule.
+    """
     cfg = ctx.config
     common = {k: cfg[k] for k in ("N", "steps", "batch_size", "n_batches", "lr_start", "lr_end", "task_seed")}
-    keys = [{"model": "aot", "S": 2, **common, **p} for p in points]
+    defaults = {"param": "paper", "mlp_width": 0}
+    keys = [{"model": "aot", "S": 2, **common, **{k: v for k, v in p.items() if defaults.get(k, None) != v}}
+            for p in points]
     found = {i: ctx.store.get(k) for i, k in enumerate(keys)}  # each point looked up once
     todo = [k for i, k in enumerate(keys) if found[i] is None]
     if todo and ctx.readonly:
         raise MissingResult(f"{len(todo)} of {len(keys)} points are not in {ctx.store.dir}")
-    todo.sort(key=lambda k: (k["d"], k["d_h"], k["H"]))  # similar sizes share a program: less padding
+    todo.sort(key=lambda k: (k["d"], k["d_h"], k.get("mlp_width", 0), k["H"]))  # similar sizes share a program
     tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
     tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
-    chunks = [todo[i:i + cfg["chunk"]] for i in range(0, len(todo), cfg["chunk"])]
+    chunks = []  # one program per (param, with or without MLP): attention-only replicas skip the padded MLP
+    kind = lambda k: (k.get("param", "paper"), k.get("mlp_width", 0) > 0)  # noqa: E731
+    for group_kind in sorted({kind(k) for k in todo}):
+        group = [k for k in todo if kind(k) == group_kind]
+        chunks += [group[i:i + cfg["chunk"]] for i in range(0, len(group), cfg["chunk"])]
+    spe = 1 if cfg["batch_size"] == 0 else cfg["n_batches"]
     for chunk in tqdm(chunks, desc=desc, disable=not ctx.progress or len(chunks) < 2):
-        model = ReplicaAoT([AoTConfig(cfg["N"], 2, k["d"], k["d_h"], k["H"], k["seed"]) for k in chunk],
-                           device=ctx.device)
+        model = ReplicaAoT([AoTConfig(cfg["N"], 2, k["d"], k["d_h"], k["H"], k["seed"], k.get("param", "paper"),
+                                      k.get("mlp_width", 0)) for k in chunk], device=ctx.device)
         if cfg["batch_size"] == 0:
-            batches, spe = full_batches(tokens, targets), 1
+            batches = full_batches(tokens, targets)
         else:
             batches = paper_batches(tokens, targets, cfg["batch_size"], cfg["n_batches"], cfg["task_seed"])
-            spe = cfg["n_batches"]
-        log = train_replicas(model, batches, cfg["steps"], linear_lr(cfg["lr_start"], cfg["lr_end"], cfg["steps"], spe),
-                             progress=ctx.progress, desc=f"{len(chunk)} replicas")
+        ends = sorted({k["lr_end"] for k in chunk})
+        if len(ends) == 1:
+            lr = linear_lr(cfg["lr_start"], ends[0], cfg["steps"], spe)
+        else:  # a replica's schedule is exactly the one it would follow alone
+            schedules = [linear_lr(k["lr_start"], k["lr_end"], cfg["steps"], spe) for k in chunk]
+            lr = lambda step: torch.tensor([f(step) for f in schedules], dtype=torch.float64)  # noqa: E731
+        log = train_replicas(model, batches, cfg["steps"], lr, progress=ctx.progress, desc=f"{len(chunk)} replicas")
         with torch.no_grad():
             acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
         for r, key in enumerate(chunk):

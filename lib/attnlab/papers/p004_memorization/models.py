@@ -1,14 +1,30 @@
-"""The attention-only Transformer (AoT) of paper 004, replica-batched.
+"""The attention-only Transformer (AoT) of paper 004, replica-batched, and its two variants.
 
 One layer, H heads of inner dimension d_h, skip connection, no MLP, output at the last
 position (Eqs. 1-2):  T(t) = W_U ( x_S + sum_h W_O^h W_V^h A^h(t) ),  x_s = e(t_s) + pos_s,
 with A^h the softmax average of the x_s under the query x_S. Each head has its own
 W_Q^h, W_K^h, W_V^h in R^{d_h x d} and W_O^h in R^{d x d_h} (the paper's per-head
-parametrization). Scores carry a 1/sqrt(d_h) factor, as in the authors' code; the paper
-absorbs it in W_QK.
+parametrization, `param="paper"`). Scores carry a 1/sqrt(d_h) factor, as in the authors'
+code; the paper absorbs it in W_QK.
 
-Replicas may differ in d, d_h, H and seed (N and S are the task's, shared); see
-`attnlab.core.replica` for the padding and masking.
+Variants (fields of `AoTConfig`, defaults = the model above):
+
+* `param="repo"`: the authors' released parametrization (digest section 4.0). One shared
+  "compress" map C: R^d -> R^{d_h}, a positional embedding of dimension d_h added after it,
+  H single-head attentions inside R^{d_h} (W_Q, W_K, W_V, W_O in R^{d_h x d_h}, scale
+  1/sqrt(d_h)), their outputs summed, one shared "decompress" map D: R^{d_h} -> R^d; the
+  skip stream carries e(t_S) only:
+      y_s = C e(t_s) + p_s,   T(t) = W_U ( e(t_S) + D sum_h W_O^h W_V^h sum_s a^h_s y_s ).
+  When d = d_h there is no C and no D (identities). In the packed-head form this is Eq. (1)
+  with the token table y in place of x and every head's output taken in R^{d_h}; D is applied
+  once to the sum. All heads' outputs lie in the d_h-dimensional range of D: the difference
+  from Eq. (1) that the Fig. 1b / 2a chapters measure (digest erratum 12).
+* `mlp_width=w > 0`: Exp. 5's MLP-based Transformer (section 5.2),
+      T(t) = W_U (W_2 GELU(W_1 z + b_1) + z),   z = attention + skip,
+  W_1 with a bias, W_2 without (as in the authors' code); Exp. 5 uses one head with d_h = d.
+
+Replicas may differ in d, d_h, H, mlp_width and seed (N and S are the task's, shared; `param`
+is shared within one program); see `attnlab.core.replica` for the padding and masking.
 """
 
 from __future__ import annotations
@@ -17,14 +33,18 @@ import math
 from dataclasses import asdict, dataclass
 
 import torch
+import torch.nn.functional as F
 
 from attnlab.core.attention import heads_to_replicas, last_query_attention
 from attnlab.core.replica import ReplicaModule, replica_generator
 
+PARAMS = ("paper", "repo")
+
 
 @dataclass(frozen=True)
 class AoTConfig:
-    """One replica: vocabulary N, context S, embedding d, head dim d_h, heads H, seed."""
+    """One replica: vocabulary N, context S, embedding d, head dim d_h, heads H, seed;
+    param ("paper" | "repo", module docstring) and mlp_width (0 = attention only)."""
 
     N: int
     S: int
@@ -32,16 +52,66 @@ class AoTConfig:
     d_h: int
     H: int
     seed: int = 0
+    param: str = "paper"
+    mlp_width: int = 0
 
     def __post_init__(self):
         for name in ("N", "S", "d", "d_h", "H"):
             if getattr(self, name) < 1:
                 raise ValueError(f"AoTConfig.{name}={getattr(self, name)} must be >= 1")
+        if self.param not in PARAMS:
+            raise ValueError(f"AoTConfig.param={self.param!r} must be one of {PARAMS}")
+        if self.mlp_width < 0:
+            raise ValueError(f"AoTConfig.mlp_width={self.mlp_width} must be >= 0")
+
+    @property
+    def compressed(self) -> bool:
+        """The repo parametrization has compress/decompress maps unless d = d_h."""
+        return self.param == "repo" and self.d != self.d_h
 
     @property
     def n_parameters(self) -> int:
-        """Token and positional embeddings, 4 d d_h per head, unembedding: d(S + 2N + 4 d_h H)."""
-        return self.d * (self.S + 2 * self.N + 4 * self.d_h * self.H)
+        """Number of trained scalars (the tensors of `ReplicaAoT.replica_state`).
+
+        paper: d(S + 2N + 4 d_h H), the count of Theorem 1;
+        repo:  2Nd + S d_h + 4 d_h^2 H (+ 2 d d_h for compress/decompress when d != d_h);
+        MLP:   + 2 d w + w (W_1, b_1, W_2).
+        """
+        if self.param == "paper":
+            n = self.d * (self.S + 2 * self.N + 4 * self.d_h * self.H)
+        else:
+            n = 2 * self.N * self.d + self.S * self.d_h + 4 * self.d_h ** 2 * self.H
+            n += 2 * self.d * self.d_h if self.compressed else 0
+        return n + 2 * self.d * self.mlp_width + self.mlp_width
+
+    def seed_config(self) -> dict:
+        """What the replica's generator is seeded by (besides the seed): the config, with the
+        variant fields left out at their defaults so that plain AoTs keep their draws."""
+        c = {k: v for k, v in asdict(self).items() if k != "seed"}
+        if c["param"] == "paper":
+            del c["param"]
+        if c["mlp_width"] == 0:
+            del c["mlp_width"]
+        return c
+
+
+def fig3_parameter_axis(d: int, H: int, N: int) -> int:
+    """The x-axis of Fig. 3 (Exp. 5): 4 d^2 H + d(2N + 1), used for both the H-head AoT and the
+    1-head + MLP model of width w = 2d(H - 1) (digest E5). It counts the weight matrices
+    (4 d^2 per head, 2 d w = 4 d^2 (H - 1) for the MLP, 2Nd for embedding and unembedding)
+    plus d; the exact counts (`AoTConfig.n_parameters`) add S d positional entries and, for
+    the MLP, its w biases."""
+    return 4 * d * d * H + d * (2 * N + 1)
+
+
+def fig7_parameter_axis(d: int, H: int, N: int) -> int:
+    """The x-axis of Fig. 7 (App. B.1): 4 d^2 H + 2d(N + 1), d more than Fig. 3's (digest E7)."""
+    return 4 * d * d * H + 2 * d * (N + 1)
+
+
+def matched_mlp_width(d: int, H: int) -> int:
+    """Width of the 1-head MLP model with the weight count of an H-head AoT: w = 2d(H - 1)."""
+    return 2 * d * (H - 1)
 
 
 def _uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
@@ -57,13 +127,33 @@ class ReplicaAoT(ReplicaModule):
         N, S = configs[0].N, configs[0].S
         if any((c.N, c.S) != (N, S) for c in configs):
             raise ValueError(f"all replicas must share the task's N and S; got {[(c.N, c.S) for c in configs]}")
+        params = sorted({c.param for c in configs})
+        if len(params) != 1:
+            raise ValueError(f"all replicas of one program must share `param`; got {params}")
+        self.param = params[0]
         self.configs = list(configs)
         D = max(c.d for c in configs)
         K = max(c.d_h for c in configs)
         H = max(c.H for c in configs)
-        for name, shape in [("E", (N, D)), ("P", (S, D)), ("W_Q", (H, K, D)), ("W_K", (H, K, D)),
-                            ("W_V", (H, K, D)), ("W_O", (H, D, K)), ("W_U", (N, D))]:
+        W = max(c.mlp_width for c in configs)
+        if self.param == "paper":
+            shapes = [("E", (N, D)), ("P", (S, D)), ("W_Q", (H, K, D)), ("W_K", (H, K, D)),
+                      ("W_V", (H, K, D)), ("W_O", (H, D, K)), ("W_U", (N, D))]
+        else:
+            shapes = [("E", (N, D)), ("P", (S, K)), ("C", (K, D)), ("Dec", (D, K)), ("W_Q", (H, K, K)),
+                      ("W_K", (H, K, K)), ("W_V", (H, K, K)), ("W_O", (H, K, K)), ("W_U", (N, D))]
+            # d = d_h replicas: C and Dec are fixed identities (a buffer, not trained).
+            eye = torch.zeros(self.R, K, D, dtype=dtype, device=self.device)
+            for r, c in enumerate(configs):
+                if not c.compressed:
+                    eye[r, :c.d, :c.d] = torch.eye(c.d, dtype=dtype)
+            self.register_buffer("C_fixed", eye)
+            self.register_buffer("Dec_fixed", eye.transpose(1, 2).contiguous())
+        if W > 0:
+            shapes += [("W_1", (W, D)), ("b_1", (W,)), ("W_2", (D, W))]
+        for name, shape in shapes:
             self.add(name, shape)
+        self.has_mlp = W > 0
         # Heads of all replicas packed on one axis: row r * H_max + h of the padded weights.
         head_rows = [r * H + h for r, c in enumerate(configs) for h in range(c.H)]
         self.register_buffer("head_rows", torch.tensor(head_rows, device=self.device))
@@ -75,27 +165,65 @@ class ReplicaAoT(ReplicaModule):
             self.init_replica(r, c)
 
     def init_replica(self, r: int, c: AoTConfig) -> None:
-        """Embeddings ~ N(0, 1); linear maps ~ U(+-1/sqrt(fan_in)), drawn from (config, seed) alone."""
-        config = {k: v for k, v in asdict(c).items() if k != "seed"}
-        gen = replica_generator({"model": "aot", **config}, c.seed)
-        self.place("E", r, torch.randn((c.N, c.d), generator=gen, dtype=torch.float64))
-        self.place("P", r, torch.randn((c.S, c.d), generator=gen, dtype=torch.float64))
-        for name in ("W_Q", "W_K", "W_V"):
-            self.place(name, r, _uniform(gen, (c.H, c.d_h, c.d), c.d))
-        self.place("W_O", r, _uniform(gen, (c.H, c.d, c.d_h), c.d_h))
-        self.place("W_U", r, _uniform(gen, (c.N, c.d), c.d))
+        """Drawn from (config, seed) alone. paper: embeddings ~ N(0, 1), linear maps ~ U(+-1/sqrt(fan_in)).
 
-    def residual_db(self, tokens: torch.Tensor) -> torch.Tensor:
-        """x_S + sum_h W_O^h W_V^h A^h(t), batch axis last: [R,D,B]."""
-        x_tab = self.w("P")[:, :, None] + self.w("E")[:, None]  # [R,S,N,D]
+        repo: torch's default inits of the authors' modules: the embeddings are weights of
+        bias-free Linear layers, E ~ U(+-1/sqrt(d)) and P ~ U(+-1/sqrt(d_h)); C, D, W_O, W_U,
+        ~ U(+-1/sqrt(fan_in)); W_Q, W_K, W_V ~ U(+-sqrt(6 / (4 d_h))), the Xavier-uniform init
+        of the stacked in-projection of torch's MultiheadAttention."""
+        gen = replica_generator({"model": "aot", **c.seed_config()}, c.seed)
+        if c.param == "paper":
+            self.place("E", r, torch.randn((c.N, c.d), generator=gen, dtype=torch.float64))
+            self.place("P", r, torch.randn((c.S, c.d), generator=gen, dtype=torch.float64))
+            for name in ("W_Q", "W_K", "W_V"):
+                self.place(name, r, _uniform(gen, (c.H, c.d_h, c.d), c.d))
+            self.place("W_O", r, _uniform(gen, (c.H, c.d, c.d_h), c.d_h))
+        else:
+            self.place("E", r, _uniform(gen, (c.N, c.d), c.d))
+            self.place("P", r, _uniform(gen, (c.S, c.d_h), c.d_h))
+            if c.compressed:
+                self.place("C", r, _uniform(gen, (c.d_h, c.d), c.d))
+                self.place("Dec", r, _uniform(gen, (c.d, c.d_h), c.d_h))
+            for name in ("W_Q", "W_K", "W_V"):
+                self.place(name, r, _uniform(gen, (c.H, c.d_h, c.d_h), 4 * c.d_h / 6))
+            self.place("W_O", r, _uniform(gen, (c.H, c.d_h, c.d_h), c.d_h))
+        self.place("W_U", r, _uniform(gen, (c.N, c.d), c.d))
+        if c.mlp_width:
+            self.place("W_1", r, _uniform(gen, (c.mlp_width, c.d), c.d))
+            self.place("b_1", r, _uniform(gen, (c.mlp_width,), c.d))
+            self.place("W_2", r, _uniform(gen, (c.d, c.mlp_width), c.mlp_width))
+
+    def _heads(self, x_tab: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """Sum over each replica's heads of W_O^h W_V^h A^h over the token table x_tab [R,S,N,*]."""
         heads = [self.w(n).flatten(0, 1)[self.head_rows] for n in ("W_Q", "W_K", "W_V", "W_O")]
         out = last_query_attention(x_tab[self.head_replica], tokens, *heads, self.head_scale)
-        return x_tab[:, -1, tokens[:, -1]].transpose(1, 2) + heads_to_replicas(out, self.head_replica, self.R)
+        return heads_to_replicas(out, self.head_replica, self.R)
+
+    def residual_db(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The residual stream after attention (before any MLP), batch axis last: [R,D,B].
+
+        paper: x_S + sum_h W_O^h W_V^h A^h(t); repo: e(t_S) + D sum_h W_O^h W_V^h A^h(y)."""
+        if self.param == "paper":
+            x_tab = self.w("P")[:, :, None] + self.w("E")[:, None]  # [R,S,N,D]
+            return x_tab[:, -1, tokens[:, -1]].transpose(1, 2) + self._heads(x_tab, tokens)
+        C = self.w("C") + self.C_fixed  # [R,K,D]
+        Dec = self.w("Dec") + self.Dec_fixed  # [R,D,K]
+        E = self.w("E")
+        y_tab = self.w("P")[:, :, None] + torch.bmm(E, C.transpose(1, 2))[:, None]  # [R,S,N,K]
+        return E[:, tokens[:, -1]].transpose(1, 2) + torch.bmm(Dec, self._heads(y_tab, tokens))
+
+    def stream_db(self, tokens: torch.Tensor) -> torch.Tensor:
+        """What the unembedding reads, [R,D,B]: the residual, then z + W_2 GELU(W_1 z + b_1) if an MLP."""
+        z = self.residual_db(tokens)
+        if not self.has_mlp:
+            return z
+        hidden = F.gelu(torch.bmm(self.w("W_1"), z) + self.w("b_1")[:, :, None])  # padded units: GELU(0) = 0
+        return z + torch.bmm(self.w("W_2"), hidden)
 
     def residual(self, tokens: torch.Tensor) -> torch.Tensor:
-        """The residual stream at the last position, [R,B,D]."""
+        """The residual stream at the last position after attention, [R,B,D]."""
         return self.residual_db(tokens).transpose(1, 2)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits [R,B,N] (a view of a [R,N,B] tensor: see `replica_cross_entropy`)."""
-        return torch.bmm(self.w("W_U"), self.residual_db(tokens)).transpose(1, 2)
+        return torch.bmm(self.w("W_U"), self.stream_db(tokens)).transpose(1, 2)
