@@ -11,15 +11,21 @@ Exit codes: 0 success, 1 a check or claim failed, 2 bad usage or bad parameter.
 
 from __future__ import annotations
 
-import argparse
-import ast
-import json
-import subprocess
-import sys
-import time
-from pathlib import Path
+import os
 
-from .core.params import ParameterError
+# Tiny models: one BLAS/OpenMP thread per process (set before numpy or torch load their libraries).
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, os.environ.get("ATTNLAB_THREADS", "1"))
+
+import argparse  # noqa: E402
+import ast  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from .core.params import ParameterError  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

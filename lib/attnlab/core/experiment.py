@@ -94,9 +94,14 @@ def registry() -> dict[str, Experiment]:
     """Every experiment of every paper, by id, in book order (each paper package lists its modules)."""
     out: dict[str, Experiment] = {}
     for package in PAPER_PACKAGES:
-        for module in importlib.import_module(package).EXPERIMENT_MODULES:
-            for exp in importlib.import_module(f"{package}.{module}").EXPERIMENTS:
-                out[exp.id] = exp
+        pkg = importlib.import_module(package)
+        exps = [e for m in pkg.EXPERIMENT_MODULES for e in importlib.import_module(f"{package}.{m}").EXPERIMENTS]
+        order = list(pkg.BOOK_ORDER)
+        unplaced = [e.id for e in exps if e.id.split("/", 1)[1] not in order]
+        if unplaced:
+            raise RuntimeError(f"{package}.BOOK_ORDER does not place {unplaced}")
+        for exp in sorted(exps, key=lambda e: order.index(e.id.split("/", 1)[1])):
+            out[exp.id] = exp
     return out
 
 
