@@ -23,6 +23,7 @@ from attnlab.core.progress import tqdm
 from attnlab.core.train import linear_lr, train_replicas
 
 from . import bounds
+from .experiments import TRAINING_PARAMS
 from .models_deep import DeepConfig, ReplicaDeep
 from .tasks import full_batches, lookup_table_task, paper_batches
 
@@ -51,22 +52,14 @@ FIG10_MLP_ACCURACY = {
 # ---------------------------------------------------------------------------------------------
 
 DEPTH = (
-    Param("N", "int", "vocabulary size; the sequences are all N^2 bigrams", min=2, max=2000),
-    Param("layers", "int", "layers L (the code: 3; the paper text: 5)", min=1, max=64),
+    Param("layers", "int", "layers L (the code: 3; the paper text: 5; the full preset: constant lr 2.5e-3)",
+          min=1, max=64),
     Param("d_list", "int_list", "embedding dimensions d = d_h of Figs. 8 and 10", min=1, max=1024),
     Param("H_list", "int_list", "heads per layer (Fig. 8); Fig. 10 MLP widths are w = 2d(H - 1)", min=1, max=1024),
     Param("fig9_d", "int", "Fig. 9: embedding dimension d", min=1, max=1024),
     Param("fig9_H", "int", "Fig. 9: heads per layer", min=1, max=1024),
     Param("dh_list", "int_list", "Fig. 9: head dimensions d_h (each <= fig9_d)", min=1, max=1024),
-    Param("seeds", "int", "parameter seeds per point (the paper: 5)", min=1, max=100),
-    Param("steps", "int", "optimizer steps", min=1, max=1_000_000),
-    Param("batch_size", "int", "sequences per batch; 0 = the whole population every step (CI protocol)", min=0),
-    Param("n_batches", "int", "paper protocol: batches per epoch of the fixed sample", min=1),
-    Param("lr_start", "float", "learning rate at the start (linear decay, stepped per epoch)", min=0.0, max=1.0),
-    Param("lr_end", "float", "learning rate at the end (the paper: constant 2.5e-3)", min=0.0, max=1.0),
-    Param("task_seed", "int", "seed of the random look-up table (shared by all replicas)", min=0),
-    Param("chunk", "int", "replicas per tensor program: one resumable unit of work", min=1, max=4096),
-)
+) + TRAINING_PARAMS
 
 TRAIN_KEYS = ("N", "layers", "steps", "batch_size", "n_batches", "lr_start", "lr_end", "task_seed")
 
