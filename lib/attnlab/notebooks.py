@@ -30,7 +30,7 @@ BOOK = REPO_ROOT / "book"
 TIMINGS = BOOK / "timings.csv"
 CI_BUDGET_S = 45.0
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
-PAPER_PACKAGES = {"004-memorization": "p004_memorization"}
+PAPER_PACKAGES = {"002-counting": "p002_counting", "004-memorization": "p004_memorization"}
 
 
 def lib_files(exp: Experiment) -> list[Path]:

@@ -87,7 +87,7 @@ class Context:
     readonly: bool = False  # True: never compute, raise MissingResult instead
 
 
-PAPER_PACKAGES = ("attnlab.papers.p004_memorization",)
+PAPER_PACKAGES = ("attnlab.papers.p002_counting", "attnlab.papers.p004_memorization")
 
 
 def registry() -> dict[str, Experiment]:
