@@ -7,8 +7,9 @@ chapters in the book, which the registry, the toc and the overview follow.
 
 EXPERIMENT_MODULES = (
     "exp_task",           # the histogram task and its samplers
-    "exp_constructions",  # d = T constructions of App. A and the readout (Fig. 8); softmax + binary embeddings (App. B.3)
+    "exp_constructions",  # d = T constructions of App. A and the readout (Fig. 8)
     "exp_bounds",         # mutual coherence, Welch bound, the d < T bounds of §5.2 / App. B.2
+    "exp_binary",         # softmax + binary embeddings (§5.2, App. B.3)
 )
 
 BOOK_ORDER = (
