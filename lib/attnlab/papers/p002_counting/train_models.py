@@ -1,0 +1,285 @@
+"""The six counting models of paper 002 (§3, eqs. 1-6), replica-batched and trainable.
+
+R models that share the variant, the alphabet size T and the length L (the task's) but differ
+in embedding dimension d, MLP width p and seed train as one tensor program: every parameter is
+padded to the largest replica with a 0/1 mask (`attnlab.core.replica`). Padded embedding
+columns are zero, so the scores, the mixing and the hidden pre-activations of a replica do not
+see them; padded hidden units have zero weights and bias, so ReLU(0) = 0 and they add nothing.
+
+The forward pass follows `models.forward` (the float64 reference), computed through token
+tables: with no positional embedding every quantity before the mixing depends on the token
+only, so the score table (E W_Q)(E W_K)ᵀ/√d [T', T'] and the first-layer table E W1 [T', p]
+are computed once per replica and gathered per sequence. Since W1 is linear,
+    z_l = (x̄_l + Σ_m 𝐀_lm x̄_m) W1 + b1 = h_{x_l} + Σ_m 𝐀_lm h_{x_m} + b1,   h = E W1,
+so the mixing runs in the p hidden dimensions and the mixed vector x̄' is never formed.
+
+Initialisation (digest §2.2, the authors' torch defaults), drawn in float64 from a generator
+seeded by (config, seed) only: embedding N(0, 1); W_Q, W_K ~ U(±1/√d); A ~ U(±1/√L); W1, b1 ~
+U(±1/√d); W2, b2 ~ U(±1/√p).
+
+Training (`train_counting`): Adam (betas 0.9, 0.98, eps 1e-9 as in the authors' code), loss =
+per-replica cross-entropy averaged over all (non-BOS) positions, summed over replicas; each
+replica's gradient is its own. Accuracy is per position, BOS excluded.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+
+from attnlab.core.hashing import derive_seed
+from attnlab.core.progress import tqdm
+from attnlab.core.replica import ReplicaModule, replica_generator
+from attnlab.core.train import MaskedAdam
+
+from .models import VARIANTS, CountingWeights, has_bos, has_softmax, is_linear, n_params
+from .tasks import sample
+
+
+@dataclass(frozen=True)
+class CountingConfig:
+    """One replica: variant (one of models.VARIANTS), alphabet T, length L, embedding d,
+    MLP width p, seed."""
+
+    variant: str
+    T: int
+    L: int
+    d: int
+    p: int
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"CountingConfig.variant={self.variant!r}: choose one of {', '.join(VARIANTS)}")
+        for name in ("T", "L", "d", "p"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"CountingConfig.{name}={getattr(self, name)} must be >= 1")
+
+    @property
+    def C(self) -> int:
+        return self.L + 1
+
+    @property
+    def n_params(self) -> int:
+        """Trainable parameters (digest §2.3)."""
+        return n_params(self.variant, self.T, self.L, self.d, self.p)
+
+    def seed_config(self) -> dict:
+        c = asdict(self)
+        del c["seed"]
+        return {"model": "counting", **c}
+
+
+def _uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
+    bound = 1 / math.sqrt(fan_in)
+    return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
+
+
+def _softmax_dim(z: torch.Tensor, dim: int) -> torch.Tensor:
+    """Stable softmax over `dim` (written out: faster than torch.softmax over a short axis; the
+    max is a constant for autograd)."""
+    e = (z - z.detach().amax(dim, keepdim=True)).exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def _softmax(z: torch.Tensor) -> torch.Tensor:
+    return _softmax_dim(z, -1)
+
+
+class ReplicaCounting(ReplicaModule):
+    """R counting models in one program. forward(tokens [B, L]) -> logits [R, B, L, C] (C = L + 1;
+    for the bos variants the BOS position is prepended inside and its output dropped)."""
+
+    def __init__(self, configs: list[CountingConfig], dtype: torch.dtype = torch.float32, device="cpu"):
+        super().__init__(len(configs), dtype, device)
+        if not configs:
+            raise ValueError("ReplicaCounting needs at least one config")
+        shared = {(c.variant, c.T, c.L) for c in configs}
+        if len(shared) != 1:
+            raise ValueError(f"all replicas of one program must share (variant, T, L); got {sorted(shared)}")
+        self.variant, self.T, self.L = configs[0].variant, configs[0].T, configs[0].L
+        self.configs = list(configs)
+        self.bos, self.sftm, self.lin = has_bos(self.variant), has_softmax(self.variant), is_linear(self.variant)
+        Tp = self.T + self.bos
+        D, P, C = max(c.d for c in configs), max(c.p for c in configs), self.L + 1
+        shapes = [("emb", (Tp, D))]
+        shapes += [("A", (self.L, self.L))] if self.lin else [("W_Q", (D, D)), ("W_K", (D, D))]
+        shapes += [("W1", (D, P)), ("b1", (P,)), ("W2", (P, C)), ("b2", (C,))]
+        for name, shape in shapes:
+            self.add(name, shape)
+        self.register_buffer("scale", torch.tensor([1 / math.sqrt(c.d) for c in configs], dtype=dtype,
+                                                   device=self.device))
+        for r, c in enumerate(configs):
+            self.init_replica(r, c)
+
+    def init_replica(self, r: int, c: CountingConfig) -> None:
+        """Drawn from (config, seed) alone (module docstring)."""
+        gen = replica_generator(c.seed_config(), c.seed)
+        self.place("emb", r, torch.randn((c.T + self.bos, c.d), generator=gen, dtype=torch.float64))
+        if self.lin:
+            self.place("A", r, _uniform(gen, (c.L, c.L), c.L))
+        else:
+            self.place("W_Q", r, _uniform(gen, (c.d, c.d), c.d))
+            self.place("W_K", r, _uniform(gen, (c.d, c.d), c.d))
+        self.place("W1", r, _uniform(gen, (c.d, c.p), c.d))
+        self.place("b1", r, _uniform(gen, (c.p,), c.d))
+        self.place("W2", r, _uniform(gen, (c.p, c.C), c.p))
+        self.place("b2", r, _uniform(gen, (c.C,), c.p))
+
+    def _with_bos(self, tokens: torch.Tensor) -> torch.Tensor:
+        if tokens.dim() != 2 or tokens.shape[1] != self.L:
+            raise ValueError(f"tokens must be [B, L = {self.L}]; got {tuple(tokens.shape)}")
+        if self.bos:
+            tokens = torch.cat([torch.full_like(tokens[:, :1], self.T), tokens], 1)
+        return tokens
+
+    def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Hidden pre-activations z [R, B, L, P] (non-BOS positions; padded units are 0)."""
+        tokens = self._with_bos(tokens)
+        B, Lp = tokens.shape
+        first = 1 if self.bos else 0
+        E = self.w("emb")  # [R, T', D]
+        h_tab = torch.bmm(E, self.w("W1"))  # h = E W1: [R, T', P]
+        R, Tp, P = h_tab.shape
+        # index_select (backward: index_add) is much cheaper on CPU than advanced indexing
+        Hx = h_tab.index_select(1, tokens.reshape(-1)).view(R, B, Lp, P)  # h_{x_m}: [R, B, L', P]
+        if self.lin:
+            A = self.w("A")
+            A = _softmax(A) if self.sftm else A  # [R, L, L]
+            mix = torch.einsum("rlm,rbmp->rblp", A, Hx)
+        else:
+            S = torch.bmm(torch.bmm(E, self.w("W_Q")), torch.bmm(E, self.w("W_K")).transpose(1, 2))
+            S = (S * self.scale.view(-1, 1, 1)).reshape(R, Tp * Tp)  # score of (query token, key token)
+            idx = tokens[:, first:, None] * Tp + tokens[:, None, :]  # [B, L, L']
+            scores = S.index_select(1, idx.reshape(-1)).view(R, B, self.L, Lp)
+            A = _softmax(scores) if self.sftm else scores  # [R, B, L, L']
+            mix = torch.einsum("rblm,rbmp->rblp", A, Hx)  # [R, B, L, P] (einsum: faster than matmul here)
+        return Hx[:, :, first:] + mix + self.w("b1")[:, None, None, :]
+
+    def logits_t(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits with the class axis second: [R, C, B, L] (the short class axis is not the
+        contiguous one, so the loss's reductions over it vectorise)."""
+        h = torch.relu(self.hidden(tokens))
+        R, B, L, P = h.shape
+        out = torch.bmm(h.reshape(R, B * L, P), self.w("W2")) + self.w("b2")[:, None]  # [R, B*L, C]
+        # (a bmm with a transposed operand is ~10x slower on CPU than this product and one copy)
+        return out.transpose(1, 2).contiguous().view(R, -1, B, L)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits [R, B, L, C] at every (non-BOS) position (a view of `logits_t`)."""
+        return self.logits_t(tokens).permute(0, 2, 3, 1)
+
+    def weights(self, r: int) -> CountingWeights:
+        """Replica r's weights (padding removed) as a float64 reference `CountingWeights`."""
+        c = self.configs[r]
+        st = {k: v.double().cpu().numpy() for k, v in self.replica_state(r).items()}
+        # replica_state cuts each tensor to its mask's extent; the explicit cuts below restate the shapes
+        extra = {"A": st["A"][:c.L, :c.L]} if self.lin else {"W_Q": st["W_Q"][:c.d, :c.d],
+                                                              "W_K": st["W_K"][:c.d, :c.d]}
+        return CountingWeights(variant=self.variant, emb=st["emb"][:, :c.d], W1=st["W1"][:c.d, :c.p],
+                               b1=st["b1"][:c.p], W2=st["W2"][:c.p], b2=st["b2"], **extra)
+
+
+def hist_torch(tokens: torch.Tensor) -> torch.Tensor:
+    """Labels y[b, l] = #{m : x[b, m] = x[b, l]} (the histogram task)."""
+    return (tokens[:, :, None] == tokens[:, None, :]).sum(-1)
+
+
+def counting_loss(logits_t: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per-replica cross-entropy averaged over all positions: logits_t [R, C, B, L] (the layout of
+    `ReplicaCounting.logits_t`), targets [B, L] -> [R]. The log-sum-exp over the short class axis
+    is written out so that it runs over the contiguous (batch, position) axis."""
+    R, C, B, L = logits_t.shape
+    z = logits_t.reshape(R, C, B * L)
+    mx = z.detach().amax(1, keepdim=True)
+    lse = (z - mx).exp().sum(1).log() + mx.squeeze(1)  # [R, B*L]
+    pick = z.gather(1, targets.reshape(1, 1, -1).expand(R, 1, B * L)).squeeze(1)
+    return (lse - pick).mean(1)
+
+
+@torch.no_grad()
+def counting_accuracy(model: ReplicaCounting, tokens: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
+    """Per-replica token-level accuracy [R] over all (non-BOS) positions of tokens [n, L]."""
+    hits = torch.zeros(model.R, dtype=torch.float64)
+    for i in range(0, tokens.shape[0], chunk):
+        x = tokens[i:i + chunk]
+        pred = model.logits_t(x).argmax(1)  # [R, B, L]
+        hits += (pred == hist_torch(x)).to(torch.float64).sum((1, 2)).cpu()
+    return hits / tokens.numel()
+
+
+def counting_batches(T: int, L: int, batch_size: int, seed: int = 0, sampler: str = "code",
+                     chunk: int = 64, device="cpu") -> Iterator[torch.Tensor]:
+    """Endless stream of fresh token batches [batch_size, L] (online learning, §3.3), drawn
+    `chunk` batches at a time from the vectorised sampler, seeded by (T, L, batch_size, sampler,
+    seed) and the chunk index only."""
+    i = 0
+    while True:
+        s = derive_seed({"stream": "counting-train", "T": T, "L": L, "B": batch_size, "sampler": sampler,
+                         "chunk": i}, seed)
+        x = torch.from_numpy(sample(sampler, chunk * batch_size, T, L, seed=s)).to(device)
+        for b in x.split(batch_size):
+            yield b
+        i += 1
+
+
+def eval_tokens(T: int, L: int, n: int = 3000, seed: int = 12, sampler: str = "code", device="cpu") -> torch.Tensor:
+    """A fixed eval set (§3.3: 3,000 sequences, seed 12 in the code; here the sampler's own seed
+    stream, distinct from `counting_batches`'s derived seeds)."""
+    return torch.from_numpy(sample(sampler, n, T, L, seed=seed)).to(device)
+
+
+@dataclass
+class CountingTrainLog:
+    """Per-replica outcome of `train_counting` (lists indexed by replica)."""
+
+    final_accuracy: list[float]
+    final_loss: list[float]
+    steps: int
+    seconds: float
+    loss_curve: list[list[float]] = field(default_factory=list)  # every `curve_every` steps
+    eval_curve: list[list[float]] = field(default_factory=list)  # every `eval_every` steps (if set)
+    best_accuracy: list[float] = field(default_factory=list)  # max over the eval curve and the final eval
+
+
+def train_counting(model: ReplicaCounting, batches: Iterator[torch.Tensor], steps: int,
+                   lr: Callable[[int], float | torch.Tensor], *, eval_set: torch.Tensor | None = None,
+                   betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-9, eval_every: int | None = None,
+                   curve_every: int = 50, progress: bool = False, desc: str = "train") -> CountingTrainLog:
+    """Train the R replicas for `steps` batches of tokens [B, L] (labels = hist of the batch).
+
+    lr(step) gives a float or an [R] tensor (e.g. `core.train.linear_lr`). The final (and, with
+    `eval_every`, periodic) per-position accuracy is measured on `eval_set` (default: a fresh
+    3,000-sequence set, `eval_tokens(T, L)`)."""
+    params = list(model.parameters())
+    opt = MaskedAdam(params, betas=betas, eps=eps)
+    R, dev, dtype = model.R, params[0].device, params[0].dtype
+    active = torch.ones(R, dtype=torch.bool, device=dev)
+    if eval_set is None:
+        eval_set = eval_tokens(model.T, model.L, device=dev)
+    curve, evals = [], []
+    loss = torch.zeros(R)
+    start = time.perf_counter()
+    for step in tqdm(range(steps), desc=desc, disable=not progress, mininterval=5.0, leave=False):
+        tokens = next(batches)
+        loss = counting_loss(model.logits_t(tokens), hist_torch(tokens))
+        if step % curve_every == 0:
+            curve.append(loss.detach().cpu().tolist())
+        for p in params:
+            p.grad = None
+        loss.sum().backward()
+        lr_now = lr(step)
+        lr_vec = lr_now if isinstance(lr_now, torch.Tensor) else torch.full((R,), float(lr_now))
+        opt.step(lr_vec.to(dev, dtype), active)
+        if eval_every and (step + 1) % eval_every == 0 and step + 1 < steps:
+            evals.append(counting_accuracy(model, eval_set).tolist())
+    final = counting_accuracy(model, eval_set).tolist()
+    best = np.max(np.array(evals + [final]), axis=0).tolist()
+    return CountingTrainLog(final_accuracy=final, final_loss=loss.detach().cpu().tolist(), steps=steps,
+                            seconds=time.perf_counter() - start, loss_curve=curve, eval_curve=evals,
+                            best_accuracy=best)
