@@ -6,7 +6,8 @@
   attnlab check                             fast static checks (toc, staleness, contract, timings)
   attnlab scorecard                         every claim with its verdict
 
-Exit codes: 0 success, 1 a check or claim failed, 2 bad usage or bad parameter.
+Exit codes: 0 success, 1 a check or claim failed, 2 bad usage or bad parameter, 75 a headless
+run stopped at its time limit (-p time_limit MINUTES) after saving progress: rerun to resume.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path  # noqa: E402
 from .core.params import ParameterError  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INCOMPLETE = 75  # sysexits EX_TEMPFAIL: stopped at the time limit, rerun to resume
 
 
 def parse_value(text: str):
@@ -70,7 +72,13 @@ def cmd_run(args) -> int:
         overrides["device"] = args.device
     config = exp.config(args.scale, **overrides)  # validate before anything runs
     if args.headless:
-        result = exp.run(config, progress=not args.quiet)
+        from .core.experiment import Incomplete
+
+        try:
+            result = exp.run(config, progress=not args.quiet)
+        except Incomplete as err:
+            print(f"attnlab: {exp.id} incomplete: {err}", file=sys.stderr)
+            return EXIT_INCOMPLETE
         out = Path(args.out) if args.out else None
         if out:
             out.mkdir(parents=True, exist_ok=True)

@@ -75,6 +75,11 @@ class MissingResult(LookupError):
     """A read-only run needs a result that is not in the store."""
 
 
+class Incomplete(RuntimeError):
+    """A long computation stopped at its time limit after saving its progress; rerun the same
+    command to resume (the CLI exits with 75, EX_TEMPFAIL)."""
+
+
 @dataclass
 class Context:
     """What a compute function gets: its experiment, config, store, device and progress flag."""

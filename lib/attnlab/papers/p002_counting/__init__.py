@@ -10,6 +10,14 @@ EXPERIMENT_MODULES = (
     "exp_constructions",  # d = T constructions of App. A and the readout (Fig. 8)
     "exp_bounds",         # mutual coherence, Welch bound, the d < T bounds of §5.2 / App. B.2
     "exp_binary",         # softmax + binary embeddings (§5.2, App. B.3)
+    "exp_phase",          # phase diagrams over (d, p): Figs. 1, 2, 10, 11
+    "exp_slices",         # the three key (d, p) slices of §5.1
+    "exp_bos_introspection",  # Figs. 3, 15
+    "exp_inventory",      # Figs. 4, 5, 9
+    "exp_svd",            # Fig. 6
+    "exp_entangled",      # Fig. 7
+    "exp_random_embeddings",  # Fig. 12
+    "exp_variants",       # Figs. 13, 14 (T = 64, L = 15)
 )
 
 BOOK_ORDER = (
@@ -17,4 +25,13 @@ BOOK_ORDER = (
     "constructions-d-equals-T",
     "coherence-bounds",
     "softmax-binary-embeddings",
+    "phase-diagrams-softmax",
+    "phase-diagrams-no-softmax",
+    "key-slices",
+    "bos-introspection",
+    "inventory-introspection",
+    "singular-values",
+    "entangled-embeddings",
+    "random-embeddings",
+    "phase-diagrams-T64-L15",
 )

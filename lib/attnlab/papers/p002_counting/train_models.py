@@ -139,27 +139,40 @@ class ReplicaCounting(ReplicaModule):
         return tokens
 
     def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Hidden pre-activations z [R, B, L, P] (non-BOS positions; padded units are 0)."""
+        """Hidden pre-activations z [R, B, L, P] (non-BOS positions; padded units are 0).
+
+        Dot-product variants: the score of (query l, key m) depends on the tokens only, so the
+        mixing sums over token types t' with their counts n_t' in the sequence (BOS counts once):
+            no softmax:  Σ_m S(x_l, x_m) h_{x_m} = Σ_t' n_t' S(x_l, t') h_t'
+            softmax:     Σ_m softmax_m(S(x_l, x_m)) h_{x_m} = Σ_t' softmax_t'(S(x_l, t') + log n_t') h_t'
+        (log 0 = −∞ removes absent tokens), one [B·L, T'] × [T', P] product per replica.
+        lin variants: the mixing A [L, L] is positional, one [L, L] × [L, B·P] product per replica."""
         tokens = self._with_bos(tokens)
         B, Lp = tokens.shape
         first = 1 if self.bos else 0
         E = self.w("emb")  # [R, T', D]
         h_tab = torch.bmm(E, self.w("W1"))  # h = E W1: [R, T', P]
         R, Tp, P = h_tab.shape
-        # index_select (backward: index_add) is much cheaper on CPU than advanced indexing
-        Hx = h_tab.index_select(1, tokens.reshape(-1)).view(R, B, Lp, P)  # h_{x_m}: [R, B, L', P]
+        q = tokens[:, first:]  # query tokens [B, L]
         if self.lin:
             A = self.w("A")
             A = _softmax(A) if self.sftm else A  # [R, L, L]
-            mix = torch.einsum("rlm,rbmp->rblp", A, Hx)
+            Hx = h_tab.index_select(1, tokens.t().reshape(-1)).view(R, self.L, B * P)  # [R, L(pos), B·P]
+            z = Hx + torch.bmm(A, Hx)  # residual + mixing, positions first
+            z = z.view(R, self.L, B, P).transpose(1, 2)  # [R, B, L, P]
         else:
             S = torch.bmm(torch.bmm(E, self.w("W_Q")), torch.bmm(E, self.w("W_K")).transpose(1, 2))
-            S = (S * self.scale.view(-1, 1, 1)).reshape(R, Tp * Tp)  # score of (query token, key token)
-            idx = tokens[:, first:, None] * Tp + tokens[:, None, :]  # [B, L, L']
-            scores = S.index_select(1, idx.reshape(-1)).view(R, B, self.L, Lp)
-            A = _softmax(scores) if self.sftm else scores  # [R, B, L, L']
-            mix = torch.einsum("rblm,rbmp->rblp", A, Hx)  # [R, B, L, P] (einsum: faster than matmul here)
-        return Hx[:, :, first:] + mix + self.w("b1")[:, None, None, :]
+            S = S * self.scale.view(-1, 1, 1)  # score of (query token, key token): [R, T', T']
+            counts = torch.zeros(B, Tp, dtype=h_tab.dtype, device=h_tab.device)
+            counts.scatter_add_(1, tokens, torch.ones_like(tokens, dtype=h_tab.dtype))  # n_t' [B, T']
+            Sq = S.index_select(1, q.reshape(-1)).view(R, B, self.L, Tp)  # S(x_l, t')
+            if self.sftm:
+                W = _softmax(Sq + counts.log()[None, :, None, :])
+            else:
+                W = Sq * counts[None, :, None, :]
+            mix = torch.bmm(W.view(R, B * self.L, Tp), h_tab).view(R, B, self.L, P)
+            z = h_tab.index_select(1, q.reshape(-1)).view(R, B, self.L, P) + mix
+        return z + self.w("b1")[:, None, None, :]
 
     def logits_t(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits with the class axis second: [R, C, B, L] (the short class axis is not the
@@ -214,18 +227,19 @@ def counting_accuracy(model: ReplicaCounting, tokens: torch.Tensor, chunk: int =
 
 
 def counting_batches(T: int, L: int, batch_size: int, seed: int = 0, sampler: str = "code",
-                     chunk: int = 64, device="cpu") -> Iterator[torch.Tensor]:
+                     chunk: int = 64, device="cpu", start: int = 0) -> Iterator[torch.Tensor]:
     """Endless stream of fresh token batches [batch_size, L] (online learning, §3.3), drawn
     `chunk` batches at a time from the vectorised sampler, seeded by (T, L, batch_size, sampler,
-    seed) and the chunk index only."""
-    i = 0
+    seed) and the chunk index only; `start` skips that many batches (to resume a run)."""
+    i = start // chunk
+    skip = start % chunk
     while True:
         s = derive_seed({"stream": "counting-train", "T": T, "L": L, "B": batch_size, "sampler": sampler,
                          "chunk": i}, seed)
         x = torch.from_numpy(sample(sampler, chunk * batch_size, T, L, seed=s)).to(device)
-        for b in x.split(batch_size):
+        for b in x.split(batch_size)[skip:]:
             yield b
-        i += 1
+        i, skip = i + 1, 0
 
 
 def eval_tokens(T: int, L: int, n: int = 3000, seed: int = 12, sampler: str = "code", device="cpu") -> torch.Tensor:
@@ -250,22 +264,25 @@ class CountingTrainLog:
 def train_counting(model: ReplicaCounting, batches: Iterator[torch.Tensor], steps: int,
                    lr: Callable[[int], float | torch.Tensor], *, eval_set: torch.Tensor | None = None,
                    betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-9, eval_every: int | None = None,
-                   curve_every: int = 50, progress: bool = False, desc: str = "train") -> CountingTrainLog:
+                   curve_every: int = 50, progress: bool = False, desc: str = "train",
+                   opt: MaskedAdam | None = None, start: int = 0) -> CountingTrainLog:
     """Train the R replicas for `steps` batches of tokens [B, L] (labels = hist of the batch).
 
     lr(step) gives a float or an [R] tensor (e.g. `core.train.linear_lr`). The final (and, with
     `eval_every`, periodic) per-position accuracy is measured on `eval_set` (default: a fresh
-    3,000-sequence set, `eval_tokens(T, L)`)."""
-    params = list(model.parameters())
-    opt = MaskedAdam(params, betas=betas, eps=eps)
+    3,000-sequence set, `eval_tokens(T, L)`). Parameters with requires_grad False stay frozen.
+    To continue a run, pass its optimiser `opt` and the steps done so far as `start` (the
+    schedule, the curves and the eval points then count from there)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = opt or MaskedAdam(params, betas=betas, eps=eps)
     R, dev, dtype = model.R, params[0].device, params[0].dtype
     active = torch.ones(R, dtype=torch.bool, device=dev)
     if eval_set is None:
         eval_set = eval_tokens(model.T, model.L, device=dev)
     curve, evals = [], []
     loss = torch.zeros(R)
-    start = time.perf_counter()
-    for step in tqdm(range(steps), desc=desc, disable=not progress, mininterval=5.0, leave=False):
+    t0 = time.perf_counter()
+    for step in tqdm(range(start, start + steps), desc=desc, disable=not progress, mininterval=5.0, leave=False):
         tokens = next(batches)
         loss = counting_loss(model.logits_t(tokens), hist_torch(tokens))
         if step % curve_every == 0:
@@ -276,10 +293,10 @@ def train_counting(model: ReplicaCounting, batches: Iterator[torch.Tensor], step
         lr_now = lr(step)
         lr_vec = lr_now if isinstance(lr_now, torch.Tensor) else torch.full((R,), float(lr_now))
         opt.step(lr_vec.to(dev, dtype), active)
-        if eval_every and (step + 1) % eval_every == 0 and step + 1 < steps:
+        if eval_every and (step + 1) % eval_every == 0 and step + 1 < start + steps:
             evals.append(counting_accuracy(model, eval_set).tolist())
     final = counting_accuracy(model, eval_set).tolist()
     best = np.max(np.array(evals + [final]), axis=0).tolist()
     return CountingTrainLog(final_accuracy=final, final_loss=loss.detach().cpu().tolist(), steps=steps,
-                            seconds=time.perf_counter() - start, loss_curve=curve, eval_curve=evals,
+                            seconds=time.perf_counter() - t0, loss_curve=curve, eval_curve=evals,
                             best_accuracy=best)

@@ -1,0 +1,91 @@
+"""Plots shared by the paper-002 chapters: categorical phase diagrams over (d, p) (Figs. 1,
+10-14) and accuracy against parameter count (Fig. 2).
+
+Unlike the authors' `pcolor(p + 1, d + 1, values)`, which drops the last row and column and
+offsets the cells, every (d, p) of the grid is one cell here, labelled by its value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib import pyplot as plt
+
+
+def _boundary(values: list[int], threshold: float) -> float:
+    """Cell coordinate of the edge between grid values < threshold and ≥ threshold."""
+    return float(np.searchsorted(np.asarray(values), threshold, side="left")) - 0.5
+
+
+def phase_heatmap(ax, values: np.ndarray, d_list: list[int], p_list: list[int], *, T: int | None = None,
+                  stars: np.ndarray | None = None, dots: np.ndarray | None = None, vmin: float = 0.0,
+                  vmax: float = 1.0, cmap: str = "viridis", annotate: bool = True, fmt: str = "{:.0f}",
+                  scale: float = 100.0, d_bounds: dict[str, float] | None = None, title: str = ""):
+    """values [len(d_list), len(p_list)] as a categorical heat map: d up, p right.
+
+    T: white lines at d = T and p = T (between the cells below T and the cells from T on).
+    stars / dots: boolean masks (Fig. 1: some run reached 100% / ≥ 99%).
+    d_bounds: {label: d} dashed lines at theory bounds d ≥ bound (e.g. {"lin": 29}).
+    Cell labels show values × scale. Returns the image (for a colour bar)."""
+    values = np.asarray(values, dtype=float)
+    if values.shape != (len(d_list), len(p_list)):
+        raise ValueError(f"values have shape {values.shape}; expected ({len(d_list)}, {len(p_list)})")
+    im = ax.imshow(values, origin="lower", cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(len(p_list)), [str(p) for p in p_list])
+    ax.set_yticks(range(len(d_list)), [str(d) for d in d_list])
+    ax.set_xlabel("p (MLP width)")
+    ax.set_ylabel("d (embedding dim.)")
+    ax.grid(False)
+    if annotate:
+        mid = (vmin + vmax) / 2
+        for i in range(len(d_list)):
+            for j in range(len(p_list)):
+                v = values[i, j]
+                if np.isfinite(v):
+                    dark = v < mid if cmap not in ("PuOr", "PuOr_r", "RdBu", "coolwarm") else abs(v) > (vmax - vmin) / 4
+                    ax.text(j, i, fmt.format(v * scale), ha="center", va="center", fontsize=7,
+                            color="white" if dark else "black")
+    if T is not None:
+        ax.axvline(_boundary(p_list, T), color="white", lw=1.5)
+        ax.axhline(_boundary(d_list, T), color="white", lw=1.5)
+    for mask, marker, size in ((stars, "*", 60), (dots, "o", 14)):
+        if mask is not None:
+            ii, jj = np.nonzero(np.asarray(mask))
+            ax.scatter(jj + 0.3, ii + 0.3, marker=marker, s=size, c="white", edgecolors="black", linewidths=0.4)
+    for k, (label, bound) in enumerate((d_bounds or {}).items()):
+        y = _boundary(d_list, bound)
+        ax.axhline(y, color="tab:red", lw=1.2, ls=(0, (3, 2)))
+        ax.text(len(p_list) - 0.5, y, f" {label}: d ≥ {bound:g}", color="tab:red", fontsize=7, va="bottom",
+                ha="right")
+    if title:
+        ax.set_title(title, fontsize=10)
+    return im
+
+
+def accuracy_vs_params(ax, rows_by_variant: dict[str, list[dict]], colors: dict[str, str] | None = None,
+                       floor: float | None = None, title: str = "") -> None:
+    """Fig. 2: one point per run (final accuracy against trainable parameters, log x) and the
+    running best line per variant. floor: the majority baseline, drawn dotted."""
+    from .sweeps import running_best
+
+    colors = colors or {"lin": "tab:blue", "lin+sftm": "tab:blue", "dot": "tab:red", "dot+sftm": "tab:red",
+                        "bos": "tab:orange", "bos+sftm": "tab:orange"}
+    for v, rows in rows_by_variant.items():
+        n = [r["n_params"] for r in rows]
+        a = [100 * r["final_accuracy"] for r in rows]
+        ax.scatter(n, a, s=10, alpha=0.45, color=colors.get(v))
+        nb, best = running_best(rows)
+        ax.step(nb, 100 * best, where="post", color=colors.get(v), label=v)
+    if floor is not None:
+        ax.axhline(100 * floor, color="gray", ls=":", lw=1, label="majority baseline")
+    ax.set_xscale("log")
+    ax.set_xlabel("trainable parameters")
+    ax.set_ylabel("accuracy (%)")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+
+
+def new_figure(n_panels: int, width: float = 4.2, height: float = 3.6):
+    """A row of n square-ish panels."""
+    fig, axes = plt.subplots(1, n_panels, figsize=(width * n_panels, height), squeeze=False)
+    return fig, axes[0]

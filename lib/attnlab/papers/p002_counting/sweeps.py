@@ -1,0 +1,223 @@
+"""Replica-batched training sweeps over (d, p) for paper 002 (§4's protocol; Figs. 1, 2, 10-14).
+
+`run_sweep` trains every (d, p, seed) of one variant that is not yet in the result store. One
+stored entry per trained model (its config and the training protocol are the key), so a rerun
+resumes and a larger grid reuses the points it shares with a smaller one.
+
+Models are grouped into tensor programs by MLP width: padding every replica to the largest p of
+its program costs R · p_max, so widths are bucketed by ⌈log₄ p⌉ (p ≤ 4, 5-16, 17-64, 65-256).
+All replicas of one program see the same mini-batches (a deviation from independent runs that
+leaves each replica's training its own: the gradient of replica r depends on replica r only).
+
+Long programs (paper scale: 156,500 steps) save a checkpoint (weights, Adam moments, step) every
+`checkpoint_every` steps; with `time_limit` minutes set, the sweep stops after the checkpoint that
+passes the limit and raises `Incomplete`; the same command then resumes from the checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnlab.core.experiment import Context, Incomplete, MissingResult
+from attnlab.core.hashing import derive_seed, stable_hash
+from attnlab.core.params import Param
+from attnlab.core.progress import tqdm
+from attnlab.core.train import MaskedAdam
+
+from .models import CountingWeights
+from .train_models import CountingConfig, ReplicaCounting, counting_batches, eval_tokens, train_counting
+
+
+# Training parameters shared by the sweep chapters (each adds its grid parameters).
+TRAINING_PARAMS = (
+    Param("steps", "int", "Adam steps per model (paper 156,500 = 500 epochs x 313 batches)", min=1, max=10_000_000),
+    Param("batch_size", "int", "sequences per step (paper 32)", min=1, max=65_536),
+    Param("lr", "float", "learning rate at step 0 (paper 1e-3)", min=1e-6, max=1.0),
+    Param("lr_end", "float", "learning rate at the last step, linear in between (paper: constant 1e-3)",
+          min=0.0, max=1.0),
+    Param("eval_n", "int", "eval sequences (paper 3,000)", min=100, max=1_000_000),
+    Param("eval_every", "int", "steps between evals for the best-accuracy curve; 0 = final only (paper: every epoch)",
+          min=0, max=10_000_000),
+    Param("checkpoint_every", "int", "steps between checkpoints of a program; 0 = none", min=0, max=10_000_000),
+    Param("time_limit", "float", "minutes after which the sweep stops at a checkpoint (0 = no limit)", min=0.0,
+          max=10_000.0),
+)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How every model of a sweep is trained (the part of a stored key that is not the model)."""
+
+    steps: int
+    batch_size: int
+    lr: float
+    lr_end: float
+    eval_n: int = 3000
+    eval_every: int = 0
+    sampler: str = "code"
+    frozen_embeddings: bool = False  # App. D.3: embeddings fixed at random N(0, I/d) vectors
+    keep_weights: bool = False
+
+    @classmethod
+    def from_config(cls, cfg: dict, **extra: Any) -> "Protocol":
+        names = ("steps", "batch_size", "lr", "lr_end", "eval_n", "eval_every")
+        return cls(**{k: cfg[k] for k in names}, **extra)
+
+
+def p_bucket(p: int) -> int:
+    """⌈log₄ p⌉ with p ≤ 4 in one bucket: the programs' padded widths are then 4, 16, 64, 256."""
+    return max(1, math.ceil(math.log(p, 4) - 1e-9))
+
+
+def _key(c: CountingConfig, proto: Protocol) -> dict:
+    key = {"variant": c.variant, "T": c.T, "L": c.L, "d": c.d, "p": c.p, "seed": c.seed, **asdict(proto)}
+    if not proto.keep_weights:
+        del key["keep_weights"]
+    return key
+
+
+def weights_to_json(w: CountingWeights) -> dict:
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(w).items() if v is not None}
+
+
+def weights_from_json(d: dict) -> CountingWeights:
+    return CountingWeights(**{k: (np.asarray(v, dtype=np.float64) if k != "variant" else v) for k, v in d.items()})
+
+
+def _freeze_embeddings(model: ReplicaCounting) -> None:
+    """Replace each replica's embeddings by fixed random vectors μ_t ~ N(0, I/d) (BOS included;
+    App. D.3 [repo]) and stop their training."""
+    with torch.no_grad():
+        for r, c in enumerate(model.configs):
+            gen = torch.Generator().manual_seed(derive_seed({"frozen-embeddings": c.seed_config()}, c.seed))
+            model.place("emb", r, torch.randn((c.T + model.bos, c.d), generator=gen, dtype=torch.float64) / math.sqrt(c.d))
+    model.emb.requires_grad_(False)
+
+
+def _checkpoint_path(ctx: Context, keys: list[dict]) -> str:
+    return os.path.join(ctx.store.dir, "checkpoints", stable_hash({"program": keys}) + ".pt")
+
+
+def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol, keys: list[dict], data_seed: int,
+                   cfg: dict, deadline: float | None) -> list[dict]:
+    T, L = configs[0].T, configs[0].L
+    model = ReplicaCounting(configs, device=ctx.device)
+    if proto.frozen_embeddings:
+        _freeze_embeddings(model)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = MaskedAdam(params, betas=(0.9, 0.98), eps=1e-9)
+    ev = eval_tokens(T, L, n=proto.eval_n, device=ctx.device)
+    lr = lambda s: proto.lr + (proto.lr_end - proto.lr) * s / max(1, proto.steps - 1)  # noqa: E731
+    done, evals, curve, seconds = 0, [], [], 0.0
+    ck_path = _checkpoint_path(ctx, keys)
+    if os.path.exists(ck_path):
+        ck = torch.load(ck_path, map_location=ctx.device)
+        model.load_state_dict(ck["model"])
+        opt.t.copy_(ck["t"])
+        for m, v in zip(opt.m, ck["m"]):
+            m.copy_(v)
+        for m, v in zip(opt.v, ck["v"]):
+            m.copy_(v)
+        done, evals, curve, seconds = ck["done"], ck["evals"], ck["curve"], ck["seconds"]
+    every = cfg.get("checkpoint_every") or proto.steps
+    final = None
+    while done < proto.steps:
+        n = min(every, proto.steps - done)
+        batches = counting_batches(T, L, proto.batch_size, seed=data_seed, sampler=proto.sampler, device=ctx.device,
+                                   start=done)
+        log = train_counting(model, batches, n, lr, eval_set=ev, eval_every=proto.eval_every or None, opt=opt,
+                             start=done, progress=ctx.progress, desc=f"{configs[0].variant}: {len(configs)} models")
+        done += n
+        seconds += log.seconds
+        evals += log.eval_curve
+        curve += log.loss_curve
+        final = log.final_accuracy
+        if proto.eval_every and done % proto.eval_every == 0 and done < proto.steps:
+            evals.append(final)
+        if done < proto.steps:
+            os.makedirs(os.path.dirname(ck_path), exist_ok=True)
+            torch.save({"model": model.state_dict(), "t": opt.t, "m": opt.m, "v": opt.v, "done": done,
+                        "evals": evals, "curve": curve, "seconds": seconds}, ck_path + ".tmp")
+            os.replace(ck_path + ".tmp", ck_path)
+            if deadline is not None and time.time() > deadline:
+                raise Incomplete(f"time limit reached after {done} of {proto.steps} steps of a program of "
+                                 f"{len(configs)} models; rerun the same command to resume from the checkpoint")
+    rows = []
+    ev_arr = np.array(evals + [final]) if evals else np.array([final])
+    for r, c in enumerate(configs):
+        row = {"final_accuracy": final[r], "best_accuracy": float(ev_arr[:, r].max()), "n_params": c.n_params,
+               "eval_curve": ev_arr[:-1, r].round(5).tolist(), "loss_curve": [round(x[r], 5) for x in curve],
+               "seconds": round(seconds / len(configs), 3)}
+        if proto.keep_weights:
+            row["weights"] = weights_to_json(model.weights(r))
+        rows.append(row)
+    if os.path.exists(ck_path):
+        os.remove(ck_path)
+    return rows
+
+
+def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, int]], seeds: list[int],
+              proto: Protocol, data_seed: int = 0) -> list[dict]:
+    """Train (or load) every model (variant, T, L, d, p, seed) for (d, p) in dp and seed in seeds.
+
+    Returns one row per model: d, p, seed, final_accuracy, best_accuracy (max over the evals
+    every `eval_every` steps and the final one; Fig. 10), n_params, eval_curve, loss_curve and,
+    with proto.keep_weights, the weights (as `weights_from_json` reads them)."""
+    cfg = ctx.config
+    configs = [CountingConfig(variant, T, L, d, p, s) for (d, p) in dp for s in seeds]
+    found, todo = {}, []
+    for c in configs:
+        row = ctx.store.get(_key(c, proto))
+        if row is None:
+            todo.append(c)
+        else:
+            found[c] = row
+    if todo and ctx.readonly:
+        raise MissingResult(f"{len(todo)} {variant} models are not in {ctx.store.dir}")
+    limit = cfg.get("time_limit") or 0
+    deadline = time.time() + 60 * limit if limit else None
+    groups: dict[tuple[int, int], list[CountingConfig]] = {}
+    for c in todo:  # one program per (p bucket, seed): different seeds see different data
+        groups.setdefault((p_bucket(c.p), c.seed), []).append(c)
+    for (_, seed), group in tqdm(sorted(groups.items()), desc=f"{variant} programs", disable=not ctx.progress
+                                 or len(groups) < 2):
+        keys = [_key(c, proto) for c in group]
+        rows = _train_program(ctx, group, proto, keys, derive_seed({"data": data_seed}, seed), cfg, deadline)
+        for c, key, row in zip(group, keys, rows):
+            ctx.store.put(key, row, seconds=row["seconds"], device=str(ctx.device))
+            ctx.store.computed += 1
+            found[c] = row
+    return [{"variant": variant, "d": c.d, "p": c.p, "seed": c.seed, **found[c]} for c in configs]
+
+
+def grid_array(rows: list[dict], d_list: list[int], p_list: list[int], field: str = "final_accuracy",
+               reduce: str = "mean") -> np.ndarray:
+    """[len(d_list), len(p_list)] array of `field` reduced over seeds (mean, max, std (ddof 0), min)."""
+    out = np.full((len(d_list), len(p_list)), np.nan)
+    fn = {"mean": np.mean, "max": np.max, "std": np.std, "min": np.min}[reduce]
+    for i, d in enumerate(d_list):
+        for j, p in enumerate(p_list):
+            vals = [r[field] for r in rows if r["d"] == d and r["p"] == p]
+            if vals:
+                out[i, j] = fn(vals)
+    return out
+
+
+def running_best(rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """Fig. 2's line: accuracy's cumulative maximum after sorting the runs by parameter count."""
+    order = sorted(rows, key=lambda r: (r["n_params"], -r["final_accuracy"]))
+    n = np.array([r["n_params"] for r in order])
+    return n, np.maximum.accumulate(np.array([r["final_accuracy"] for r in order]))
+
+
+def min_params_reaching(rows: list[dict], threshold: float) -> int | None:
+    """Smallest parameter count of a run with final accuracy ≥ threshold (None if none)."""
+    ok = [r["n_params"] for r in rows if r["final_accuracy"] >= threshold]
+    return min(ok) if ok else None

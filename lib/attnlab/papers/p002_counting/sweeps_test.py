@@ -1,0 +1,73 @@
+import numpy as np
+import pytest
+
+from attnlab.core.experiment import Context, Experiment
+from attnlab.core.store import ResultStore
+
+from . import models
+from .sweeps import Incomplete, Protocol, grid_array, p_bucket, run_sweep, running_best, weights_from_json
+
+T, L = 6, 4
+
+
+def ctx(tmp_path, **cfg):
+    exp = Experiment("002-counting/test", "", "", (), {}, lambda c: {})
+    return Context(exp, {"checkpoint_every": 0, "time_limit": 0, **cfg}, ResultStore(tmp_path, "t"), "cpu", False)
+
+
+def test_p_bucket():
+    assert [p_bucket(p) for p in (1, 2, 4, 5, 16, 17, 64, 65, 128)] == [1, 1, 1, 2, 2, 3, 3, 4, 4]
+
+
+def test_sweep_resumes_from_the_store_and_weights_round_trip(tmp_path):
+    proto = Protocol(steps=30, batch_size=16, lr=1e-2, lr_end=1e-3, eval_n=200, eval_every=10, keep_weights=True)
+    c = ctx(tmp_path)
+    rows = run_sweep(c, "dot", T, L, [(2, 1), (4, 8)], [0, 1], proto)
+    assert c.store.computed == 4 and len(rows) == 4
+    for r in rows:
+        assert r["best_accuracy"] >= r["final_accuracy"] and len(r["eval_curve"]) == 2
+        w = weights_from_json(r["weights"])
+        assert w.W1.shape == (r["d"], r["p"])
+    c2 = ctx(tmp_path)
+    again = run_sweep(c2, "dot", T, L, [(2, 1), (4, 8), (4, 2)], [0, 1], proto)
+    assert c2.store.computed == 2  # only the new (4, 2) models
+    assert [r["final_accuracy"] for r in again[:4]] == [r["final_accuracy"] for r in rows]
+    acc = grid_array(again, [2, 4], [1, 2, 8])
+    assert acc.shape == (2, 3) and np.isnan(acc[0, 1]) and not np.isnan(acc[1, 1])
+
+
+def test_checkpointed_run_equals_one_piece_and_resumes_after_the_time_limit(tmp_path):
+    proto = Protocol(steps=40, batch_size=16, lr=1e-2, lr_end=1e-2, eval_n=200, eval_every=10)
+    whole = run_sweep(ctx(tmp_path / "a"), "bos+sftm", T, L, [(3, 2), (5, 4)], [0], proto)
+    c = ctx(tmp_path / "b", checkpoint_every=10, time_limit=1e-9)
+    with pytest.raises(Incomplete):
+        run_sweep(c, "bos+sftm", T, L, [(3, 2), (5, 4)], [0], proto)
+    pieces = None
+    for _ in range(5):
+        try:
+            pieces = run_sweep(ctx(tmp_path / "b", checkpoint_every=10, time_limit=1e-9), "bos+sftm", T, L,
+                               [(3, 2), (5, 4)], [0], proto)
+            break
+        except Incomplete:
+            pass
+    assert pieces is not None
+    for a, b in zip(whole, pieces):
+        assert a["final_accuracy"] == pytest.approx(b["final_accuracy"], abs=1e-6)
+        assert a["eval_curve"] == pytest.approx(b["eval_curve"], abs=1e-6)
+
+
+def test_frozen_embeddings_do_not_move(tmp_path):
+    proto = Protocol(steps=20, batch_size=16, lr=1e-2, lr_end=1e-2, eval_n=100, frozen_embeddings=True,
+                     keep_weights=True)
+    a = run_sweep(ctx(tmp_path), "dot+sftm", T, L, [(4, 4)], [0], proto)[0]
+    proto0 = Protocol(steps=1, batch_size=16, lr=0.0, lr_end=0.0, eval_n=100, frozen_embeddings=True, keep_weights=True)
+    b = run_sweep(ctx(tmp_path), "dot+sftm", T, L, [(4, 4)], [0], proto0)[0]
+    ea, eb = weights_from_json(a["weights"]).emb, weights_from_json(b["weights"]).emb
+    np.testing.assert_array_equal(ea, eb)
+    assert abs(ea.std() - 0.5) < 0.3  # N(0, 1/d) with d = 4
+
+
+def test_running_best_is_monotone():
+    rows = [{"n_params": n, "final_accuracy": a} for n, a in [(30, 0.5), (10, 0.7), (20, 0.6), (40, 0.9)]]
+    n, best = running_best(rows)
+    assert n.tolist() == [10, 20, 30, 40] and best.tolist() == [0.7, 0.7, 0.7, 0.9]
