@@ -66,3 +66,20 @@ def test_notebook_run_with_new_parameters_writes_executed_notebook_and_resumes(s
     second = attnlab(*args, "--out", str(tmp_path / "run2"), env=store)
     assert "0 computed, 6 from the store" in (tmp_path / "run2" / "fig1a-accuracy-vs-heads.ipynb").read_text()
     assert second.returncode == first.returncode
+
+
+def test_time_limited_run_exits_75_and_the_same_command_resumes_to_the_end(store, tmp_path):
+    """A paper-002 sweep with a (tiny) time limit stops at its first checkpoint with exit code 75
+    (EX_TEMPFAIL); rerunning the same command continues from the checkpoint until it finishes."""
+    args = ["run", "002-counting/phase-diagrams-T64-L15", "--headless", "-q", "--out", str(tmp_path / "o"),
+            "-p", "settings", "[[6, 4]]", "-p", "variants", "lin", "-p", "d_list", "[4]", "-p", "p_list", "[6]",
+            "-p", "steps", "40", "-p", "checkpoint_every", "10", "-p", "time_limit", "1e-9", "-p", "eval_n", "100"]
+    codes = []
+    for _ in range(6):
+        out = attnlab(*args, env=store)
+        codes.append(out.returncode)
+        if out.returncode != 75:
+            break
+        assert "incomplete" in out.stderr and "rerun" in out.stderr
+    assert codes == [75, 75, 75, 0], (codes, out.stderr)
+    assert json.loads((tmp_path / "o" / "result.json").read_text())["meta"]["computed"] == 1

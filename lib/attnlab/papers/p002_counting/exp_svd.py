@@ -1,3 +1,132 @@
-"""(being written)"""
+"""Fig. 6 of paper 002 (§5.1): the singular values of the first MLP layer W₁ of accurate models
+with d, p ≥ T, for the six variants (digest §9 claim 15).
 
-EXPERIMENTS = ()
+Inventory-based counting (App. A.3) needs one hidden unit per token: W₁ then has (about) T large
+singular values and a drop after the T-th. Relation-based counting reads one direction, so the
+spectrum need not drop at T. The statistic is σ_T / σ_{T+1} of the descending singular values
+(W₁ is [d, p] here, `fc1.weight` [p, d] in the authors' code: the same singular values).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnlab.core.claims import ClaimsTable
+from attnlab.core.experiment import Context, Experiment
+from attnlab.core.params import Param, ParameterError
+from attnlab.core.progress import tqdm
+
+from . import sweeps
+from .exp_slices import ORDER, train_models
+from .sweeps import weights_from_json
+
+PARAMS = (
+    Param("T", "int", "alphabet size (paper 32)", min=2, max=1024),
+    Param("L", "int", "sequence length (paper 10)", min=3, max=64),
+    Param("dims", "int_list", "d and p values, all pairs (each ≥ T; σ_T/σ_(T+1) needs min(d, p) > T)", min=2,
+          max=4096),
+    Param("seeds", "int_list", "model seeds (paper: 5 runs)", min=0),
+    Param("data_seed", "int", "seed of the training data stream(s)", min=0),
+    Param("min_accuracy", "float", "models kept for the spectra (paper: 99 %)", min=0.0, max=1.0),
+    *sweeps.TRAINING_PARAMS,
+)
+
+
+def spectrum(W1: np.ndarray) -> np.ndarray:
+    """Descending singular values of W₁ (any orientation)."""
+    return np.linalg.svd(np.asarray(W1, dtype=np.float64), compute_uv=False)
+
+
+def drop_ratio(s: np.ndarray, T: int) -> float:
+    """σ_T / σ_{T+1} (1-based) of descending singular values s; needs len(s) > T."""
+    if len(s) <= T:
+        raise ValueError(f"need more than T = {T} singular values; got {len(s)}")
+    return float(s[T - 1] / s[T]) if s[T] > 0 else float("inf")
+
+
+def compute_svd(ctx: Context) -> dict:
+    cfg = ctx.config
+    T = cfg["T"]
+    dims = sorted(set(cfg["dims"]))
+    if dims[0] < T or dims[-1] <= T:
+        raise ParameterError(f"parameter 'dims': value {cfg['dims']} is not allowed; every value must be ≥ T = {T} "
+                             "and one > T")
+    proto = sweeps.Protocol.from_config(cfg, keep_weights=True)
+    dp = [(d, p) for d in dims for p in dims]
+    models = []
+    for v in tqdm(ORDER, desc="variants", disable=not ctx.progress):
+        rows = train_models(ctx, v, T, cfg["L"], dp, cfg["seeds"], proto, joint=cfg["joint"],
+                            data_seed=cfg["data_seed"])
+        for r in rows:
+            s = spectrum(weights_from_json(r["weights"]).W1)
+            models.append({"variant": v, "d": r["d"], "p": r["p"], "seed": r["seed"],
+                           "accuracy": round(r["final_accuracy"], 5),
+                           "kept": r["final_accuracy"] >= cfg["min_accuracy"],
+                           "singular_values": s.round(6).tolist(),
+                           "ratio": round(drop_ratio(s, T), 5) if len(s) > T else None})
+    return {"config": cfg, "models": models}
+
+
+def ratios(result: dict, variant: str) -> list[float]:
+    """σ_T/σ_{T+1} of the kept models of `variant` (those with min(d, p) > T)."""
+    return [m["ratio"] for m in result["models"] if m["variant"] == variant and m["kept"] and m["ratio"] is not None]
+
+
+def claims_svd(result: dict) -> ClaimsTable:
+    """Digest §9 claim 15 on the models with accuracy ≥ min_accuracy."""
+    cfg = result["config"]
+    T, ci = cfg["T"], cfg["T"] < 32
+    t = ClaimsTable()
+    med = {v: (float(np.median(r)) if (r := ratios(result, v)) else None) for v in ORDER}
+    kept = {v: len(ratios(result, v)) for v in ORDER}
+    n = sum(1 for m in result["models"] if m["variant"] == "lin" and m["ratio"] is not None)
+
+    def show(vs):
+        return " / ".join("–" if med[v] is None else f"{med[v]:.2f}" for v in vs)
+
+    def counts(vs):
+        return ", ".join(f"{kept[v]}/{n}" for v in vs)
+
+    inv = ("lin", "lin+sftm")
+    ok = [med[v] for v in inv]
+    t.add("15 inventory", f"median σ_{T}/σ_{T + 1} of W₁, lin / lin+sftm (models kept: {counts(inv)})",
+          paper="visible dip after σ_T (≥ 2.0)", ours=show(inv),
+          holds=None if None in ok else min(ok) >= 2.0, tolerance="≥ 2.0", asserted=ci)
+    rel = ("dot", "bos")
+    ok = [med[v] for v in rel]
+    t.add("15 relation", f"median σ_{T}/σ_{T + 1} of W₁, dot / bos (models kept: {counts(rel)})",
+          paper="less marked decline (≤ 1.6)", ours=show(rel),
+          holds=None if None in ok else max(ok) <= 1.6, tolerance="≤ 1.6", asserted=False)
+    mi, mr = [med[v] for v in inv], [med[v] for v in rel]
+    contrast = None if None in mi + mr else min(mi) / max(mr)
+    t.add("15 contrast", "smallest median (lin, lin+sftm) over largest median (dot, bos): inventory-only models "
+          "drop more", paper="dip vs less marked decline", ours="–" if contrast is None else f"{contrast:.2f}",
+          holds=None if contrast is None else contrast >= 1.5, tolerance="≥ 1.5", asserted=ci)
+    sm = ("dot+sftm", "bos+sftm")
+    allr = {v: ratios(result, v) for v in sm}
+    t.add("15 softmax", f"dot+sftm / bos+sftm: median σ_{T}/σ_{T + 1} [range] (models kept: {counts(sm)})",
+          paper="dot+sftm dips (inventory-only); some bos+sftm look like it",
+          ours=" / ".join("–" if not allr[v] else f"{med[v]:.2f} [{min(allr[v]):.2f}–{max(allr[v]):.2f}]" for v in sm),
+          holds=None if med["dot+sftm"] is None else med["dot+sftm"] >= 2.0, tolerance="dot+sftm ≥ 2.0",
+          asserted=False)
+    return t
+
+
+EXPERIMENTS = [
+    Experiment(
+        id="002-counting/singular-values",
+        label="Fig. 6 (§5.1)",
+        title="Singular values of W₁: inventory-based models drop after the T-th",
+        params=PARAMS,
+        presets={
+            "ci": dict(T=8, L=6, dims=[16], seeds=[0, 1, 2, 3, 4], data_seed=0, joint=True, min_accuracy=0.99,
+                       steps=800, batch_size=64, lr=3e-2, lr_end=1e-3, eval_n=3000, eval_every=0,
+                       checkpoint_every=0, time_limit=0.0),
+            "full": dict(T=32, L=10, dims=[32, 64], seeds=[0, 1, 2, 3, 4], data_seed=0, joint=False,
+                         min_accuracy=0.99, steps=156_500, batch_size=32, lr=1e-3, lr_end=1e-3, eval_n=3000,
+                         eval_every=313, checkpoint_every=20_000, time_limit=7.0),
+        },
+        compute=compute_svd,
+        summary="lin and lin+sftm (inventory) show σ_T/σ_(T+1) ≫ 1; dot and bos (relation-capable) do not.",
+    ),
+]

@@ -1,3 +1,128 @@
-"""(being written)"""
+"""App. D.4-D.5 of paper 002: the phase diagrams at T = 64, L = 10 (Fig. 13) and T = 32, L = 15
+(Fig. 14). The claim is that the transitions move with the alphabet size T, not with the
+sequence length L. One chapter, several (T, L) settings, each swept over the same kind of
+(d, p, seed) grid as Fig. 1 with `exp_phase.sweep_grid` (one stored unit per model).
+"""
 
-EXPERIMENTS = ()
+from __future__ import annotations
+
+import numpy as np
+
+from attnlab.core.claims import ClaimsTable
+from attnlab.core.experiment import Context, Experiment
+from attnlab.core.params import Param, ParameterError
+
+from .exp_phase import PAPER_GRID, TRAIN_FULL, grids, sweep_grid
+from .models import VARIANTS
+from .sweeps import TRAINING_PARAMS
+
+PARAMS = (
+    Param("settings", "int_rows", "[T, L] settings, the first is the reference (paper: [32, 10] of Fig. 1, "
+          "then [64, 10] (Fig. 13) and [32, 15] (Fig. 14))", min=2, max=4096, width=2),
+    Param("variants", "str", "comma-separated models, e.g. 'lin,dot' or 'all'"),
+    Param("d_list", "int_list", "embedding dimensions of the grid", min=1, max=4096),
+    Param("p_list", "int_list", "MLP widths of the grid", min=1, max=4096),
+    Param("pow2_T", "int_list", "alphabet sizes whose sweeps keep only the powers of two ≥ 2 of the grid "
+          "(Fig. 13: T = 64 on {2, 4, …, 128})", min=0),
+    Param("seeds", "int_list", "seeds per (d, p) (paper: 5 runs)", min=0),
+    Param("success", "float", "accuracy (best over seeds and evals) that counts as solved for the transitions",
+          min=0.0, max=1.0),
+) + TRAINING_PARAMS
+
+
+def parse_variants(text: str) -> list[str]:
+    names = list(VARIANTS) if text.strip() == "all" else [v.strip() for v in text.split(",") if v.strip()]
+    bad = [v for v in names if v not in VARIANTS]
+    if bad or not names:
+        raise ParameterError(f"parameter 'variants': value {text!r} is not allowed; "
+                             f"a comma-separated subset of {', '.join(VARIANTS)}, or 'all'")
+    return names
+
+
+def _grid(values: list[int], T: int, pow2_T: list[int]) -> list[int]:
+    if T not in pow2_T:
+        return list(values)
+    return [v for v in values if v >= 2 and v & (v - 1) == 0]
+
+
+def compute_variants(ctx: Context) -> dict:
+    cfg = ctx.config
+    variants = parse_variants(cfg["variants"])
+    sweeps = []
+    for T, L in cfg["settings"]:
+        sweeps.append(sweep_grid(ctx, variants, T, L, _grid(cfg["d_list"], T, cfg["pow2_T"]),
+                                 _grid(cfg["p_list"], T, cfg["pow2_T"]), cfg["seeds"]))
+    return {"config": cfg, "variants": variants, "sweeps": sweeps}
+
+
+def transitions(sweep: dict, variant: str, success: float) -> dict:
+    """Where `variant` first solves the task (best over seeds and evals ≥ success):
+    d_min = the smallest d solved at some p; p_min = the smallest p solved at some d
+    (None if never)."""
+    g = grids(sweep, variant)["best"]
+    ok = np.nan_to_num(g, nan=0.0) >= success
+    d_ok = [d for i, d in enumerate(sweep["d_list"]) if ok[i].any()]
+    p_ok = [p for j, p in enumerate(sweep["p_list"]) if ok[:, j].any()]
+    return {"d_min": min(d_ok) if d_ok else None, "p_min": min(p_ok) if p_ok else None,
+            "max": float(np.nanmax(g))}
+
+
+def _fmt(t: dict) -> str:
+    return f"d ≥ {t['d_min'] or '–'}, p ≥ {t['p_min'] or '–'}"
+
+
+def claims_variants(result: dict) -> ClaimsTable:
+    """Fig. 13 / 14 (digest §5): the transitions (smallest solved d and p) move with T, not L.
+    For each non-reference setting: if only T changed, the transition of the axis that the
+    model's mechanism ties to T must move up (inventory: d and p; relation-based: d); if only L
+    changed, the transitions stay within one grid step."""
+    cfg = result["config"]
+    success, ci = cfg["success"], cfg["scale"] == "ci"
+    ref = result["sweeps"][0]
+    t = ClaimsTable()
+    for sw in result["sweeps"][1:]:
+        for v in result["variants"]:
+            a, b = transitions(ref, v, success), transitions(sw, v, success)
+            inventory = v in ("lin", "lin+sftm", "dot+sftm")
+            axes = ("d_min", "p_min") if inventory else ("d_min",)
+            label = f"{v}: T = {ref['T']}, L = {ref['L']} → T = {sw['T']}, L = {sw['L']}"
+            if sw["T"] != ref["T"] and sw["L"] == ref["L"]:
+                moved = [a[k] is not None and (b[k] is None or b[k] > a[k]) for k in axes]
+                t.add(f"T {v}", f"{label}: smallest solved {' and '.join(k[0] for k in axes)} "
+                      f"(best ≥ {success:.0%}) move up with T",
+                      paper="shift to the new T (Fig. 13)", ours=f"{_fmt(a)} → {_fmt(b)}", holds=all(moved),
+                      tolerance="strictly larger (or never solved)", asserted=False)
+            elif sw["L"] != ref["L"] and sw["T"] == ref["T"]:
+                def step(x, y, grid):
+                    if x is None or y is None:
+                        return x is None and y is None
+                    return abs(grid.index(x) - grid.index(y)) <= 1 if x in grid and y in grid else x == y
+                same = all(step(a[k], b[k], ref["d_list" if k == "d_min" else "p_list"]) for k in axes)
+                t.add(f"L {v}", f"{label}: smallest solved {' and '.join(k[0] for k in axes)} "
+                      f"(best ≥ {success:.0%}) stay put", paper="transitions set by T, not L (Fig. 14)",
+                      ours=f"{_fmt(a)} → {_fmt(b)}", holds=same, tolerance="within one grid step",
+                      asserted=False)
+                t.add(f"L {v} acc", f"{label}: best accuracy over the grid (longer sequences are harder)",
+                      paper="worse at L = 15 than at L = 10", ours=f"{100 * a['max']:.0f}% → {100 * b['max']:.0f}%",
+                      holds=b["max"] <= a["max"], tolerance="not higher", asserted=False)
+    return t
+
+
+EXPERIMENTS = [
+    Experiment(
+        id="002-counting/phase-diagrams-T64-L15",
+        label="Figs. 13, 14 (App. D.4, D.5)",
+        title="Phase diagrams at T = 64, L = 10 and T = 32, L = 15: transitions follow T, not L",
+        params=PARAMS,
+        presets={
+            "ci": dict(settings=[[8, 6], [16, 6], [8, 8]], variants="lin,dot", d_list=[4, 8, 16, 32],
+                       p_list=[6, 8, 12, 16], pow2_T=[64], seeds=[0], success=0.9,
+                       steps=600, batch_size=32, lr=3e-2, lr_end=1e-3, eval_n=1000, eval_every=100,
+                       checkpoint_every=0, time_limit=0.0, joint=False),
+            "full": dict(settings=[[32, 10], [64, 10], [32, 15]], variants="all", d_list=PAPER_GRID,
+                         p_list=PAPER_GRID, pow2_T=[64], seeds=[0, 1, 2, 3, 4], success=0.99, **TRAIN_FULL),
+        },
+        compute=compute_variants,
+        summary="The (d, p) transitions move with the alphabet size T and stay put when only L changes.",
+    ),
+]

@@ -24,7 +24,9 @@ def phase_heatmap(ax, values: np.ndarray, d_list: list[int], p_list: list[int], 
 
     T: white lines at d = T and p = T (between the cells below T and the cells from T on).
     stars / dots: boolean masks (Fig. 1: some run reached 100% / ≥ 99%).
-    d_bounds: {label: d} dashed lines at theory bounds d ≥ bound (e.g. {"lin": 29}).
+    d_bounds: {label: d or (d, p_from)} dashed lines at theory bounds d ≥ bound (e.g. {"lin": 29}),
+    drawn from p = p_from on (a bound that needs p ≥ T) or across the whole width; bounds above
+    the grid are skipped.
     Cell labels show values × scale. Returns the image (for a colour bar)."""
     values = np.asarray(values, dtype=float)
     if values.shape != (len(d_list), len(p_list)):
@@ -52,10 +54,14 @@ def phase_heatmap(ax, values: np.ndarray, d_list: list[int], p_list: list[int], 
             ii, jj = np.nonzero(np.asarray(mask))
             ax.scatter(jj + 0.3, ii + 0.3, marker=marker, s=size, c="white", edgecolors="black", linewidths=0.4)
     for k, (label, bound) in enumerate((d_bounds or {}).items()):
+        bound, p_from = bound if isinstance(bound, (tuple, list)) else (bound, None)
+        if bound > d_list[-1]:
+            continue  # above the grid: nothing to draw
         y = _boundary(d_list, bound)
-        ax.axhline(y, color="tab:red", lw=1.2, ls=(0, (3, 2)))
-        ax.text(len(p_list) - 0.5, y, f" {label}: d ≥ {bound:g}", color="tab:red", fontsize=7, va="bottom",
-                ha="right")
+        x0 = -0.5 if p_from is None else _boundary(p_list, p_from)
+        ax.plot([x0, len(p_list) - 0.5], [y, y], color="tab:red", lw=1.4, ls=(0, (3, 2)))
+        ax.text(len(p_list) - 0.55, y + 0.04, f"{label}: d ≥ {bound:g}", color="tab:red", fontsize=7,
+                va="bottom", ha="right", bbox=dict(facecolor="white", alpha=0.6, lw=0, pad=0.6))
     if title:
         ax.set_title(title, fontsize=10)
     return im

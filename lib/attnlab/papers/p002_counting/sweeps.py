@@ -48,6 +48,8 @@ TRAINING_PARAMS = (
     Param("checkpoint_every", "int", "steps between checkpoints of a program; 0 = none", min=0, max=10_000_000),
     Param("time_limit", "float", "minutes after which the sweep stops at a checkpoint (0 = no limit)", min=0.0,
           max=10_000.0),
+    Param("joint", "bool", "train all models of a variant as one program on one data stream (seeds differ in "
+          "initialisation only; cheap at CI scale) instead of the paper's independent runs"),
 )
 
 
@@ -164,17 +166,24 @@ def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol,
 
 
 def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, int]], seeds: list[int],
-              proto: Protocol, data_seed: int = 0) -> list[dict]:
+              proto: Protocol, data_seed: int = 0, joint: bool = False) -> list[dict]:
     """Train (or load) every model (variant, T, L, d, p, seed) for (d, p) in dp and seed in seeds.
+
+    joint=False (the paper's independent runs): one program per (width bucket, seed), each seed
+    with its own data stream. joint=True (cheap at CI scale, where a step's fixed cost dominates):
+    all models in one program and one data stream; seeds differ in the initialisation only. The
+    stored key records the mode ("joint": data_seed), so the two never mix; a model's training
+    does not depend on the other models of its program (tested), so any subset reuses it.
 
     Returns one row per model: d, p, seed, final_accuracy, best_accuracy (max over the evals
     every `eval_every` steps and the final one; Fig. 10), n_params, eval_curve, loss_curve and,
     with proto.keep_weights, the weights (as `weights_from_json` reads them)."""
     cfg = ctx.config
     configs = [CountingConfig(variant, T, L, d, p, s) for (d, p) in dp for s in seeds]
+    key_of = (lambda c: {**_key(c, proto), "joint": data_seed}) if joint else (lambda c: _key(c, proto))
     found, todo = {}, []
     for c in configs:
-        row = ctx.store.get(_key(c, proto))
+        row = ctx.store.get(key_of(c))
         if row is None:
             todo.append(c)
         else:
@@ -185,11 +194,12 @@ def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, in
     deadline = time.time() + 60 * limit if limit else None
     groups: dict[tuple[int, int], list[CountingConfig]] = {}
     for c in todo:  # one program per (p bucket, seed): different seeds see different data
-        groups.setdefault((p_bucket(c.p), c.seed), []).append(c)
+        groups.setdefault((0, -1) if joint else (p_bucket(c.p), c.seed), []).append(c)
     for (_, seed), group in tqdm(sorted(groups.items()), desc=f"{variant} programs", disable=not ctx.progress
                                  or len(groups) < 2):
-        keys = [_key(c, proto) for c in group]
-        rows = _train_program(ctx, group, proto, keys, derive_seed({"data": data_seed}, seed), cfg, deadline)
+        keys = [key_of(c) for c in group]
+        stream = derive_seed({"data": data_seed, "joint": True}, 0) if joint else derive_seed({"data": data_seed}, seed)
+        rows = _train_program(ctx, group, proto, keys, stream, cfg, deadline)
         for c, key, row in zip(group, keys, rows):
             ctx.store.put(key, row, seconds=row["seconds"], device=str(ctx.device))
             ctx.store.computed += 1
