@@ -91,6 +91,20 @@ class Context:
     progress: bool = True
     readonly: bool = False  # True: never compute, raise MissingResult instead
 
+    def unit(self, key: dict, compute: Callable[[], Any]) -> Any:
+        """The stored result of one unit of work `key`; if absent, `compute()` it (timed) and store
+        it, or raise MissingResult when the context is read-only."""
+        found = self.store.get(key)
+        if found is not None:
+            return found
+        if self.readonly:
+            raise MissingResult(f"{key} is not in {self.store.dir}")
+        start = time.perf_counter()
+        result = compute()
+        self.store.put(key, result, seconds=time.perf_counter() - start, device=str(self.device))
+        self.store.computed += 1
+        return result
+
 
 PAPER_PACKAGES = ("attnlab.papers.p002_counting", "attnlab.papers.p004_memorization")
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from attnlab.core.claims import ClaimsTable
-from attnlab.core.experiment import Context, Experiment, MissingResult
+from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
 
@@ -36,17 +36,6 @@ PARAMS = (
 def _test_set(cfg: dict) -> np.ndarray:
     T, L = cfg["T"], cfg["L"]
     return np.concatenate([tasks.sample_code(cfg["n_sampled"], T, L, cfg["seed"]), tasks.two_token_sequences(T, L)])
-
-
-def _unit(ctx: Context, key: dict, fn):
-    row = ctx.store.get(key)
-    if row is None:
-        if ctx.readonly:
-            raise MissingResult(f"{key} is not in {ctx.store.dir}")
-        row = fn()
-        ctx.store.put(key, row)
-        ctx.store.computed += 1
-    return row
 
 
 def _point(c: B.BinaryConstruction, x: np.ndarray) -> dict:
@@ -83,7 +72,7 @@ def compute_binary(ctx: Context) -> dict:
             nonlocal x
             x = _test_set(cfg) if x is None else x
             return _point(B.build(T, L, k, alpha, variant), x)
-        sweep.append({**key, **_unit(ctx, key, fn)})
+        sweep.append({**key, **ctx.unit(key, fn)})
     circle = []
     for k in cfg["circle_kappas"]:
         key = {**base, "frame": "circle", "variant": "d'+2", "kappa": float(k), "alpha": cfg["circle_alpha"]}
@@ -92,7 +81,7 @@ def compute_binary(ctx: Context) -> dict:
             nonlocal x
             x = _test_set(cfg) if x is None else x
             return _point(B.build(T, L, k, cfg["circle_alpha"], "d'+2", "circle"), x)
-        circle.append({**key, **_unit(ctx, key, fn)})
+        circle.append({**key, **ctx.unit(key, fn)})
     exhaustive = []
     for Te, Le in cfg["exhaustive"]:
         for variant in B.VARIANTS:
@@ -100,7 +89,7 @@ def compute_binary(ctx: Context) -> dict:
             for f in (0.99, 1.01):
                 key = {"T": Te, "L": Le, "frame": "binary", "variant": variant, "kappa_over_star": f, "alpha": alpha,
                        "set": "exhaustive"}
-                row = _unit(ctx, key, lambda: B.check(B.build(Te, Le, f * ks, alpha, variant), tasks.all_sequences(Te, Le)))
+                row = ctx.unit(key, lambda: B.check(B.build(Te, Le, f * ks, alpha, variant), tasks.all_sequences(Te, Le)))
                 exhaustive.append({**key, **row})
     precision = []
     for Tp in cfg["precision_T"]:
@@ -116,7 +105,7 @@ def compute_binary(ctx: Context) -> dict:
             v32 = Vp.astype(np.float32)
             return {"eps": ep, "kappa": 2 * ks, "accuracy": r["accuracy"], "accuracy_float32": B.accuracy_float32(c, xp),
                     "eps_float32": float(1 - (v32[1:] * v32[:-1]).sum(1).max())}  # adjacent tokens overlap most
-        precision.append({**key, **_unit(ctx, key, fn)})
+        precision.append({**key, **ctx.unit(key, fn)})
     out.update(sweep=sweep, circle=circle, exhaustive=exhaustive, precision=precision)
     return out
 

@@ -8,12 +8,11 @@ and on all two-token sequences (where gamma reaches its extremes).
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
 from attnlab.core.claims import ClaimsTable
-from attnlab.core.experiment import Context, Experiment, MissingResult
+from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 from attnlab.core.progress import tqdm
 
@@ -37,20 +36,15 @@ def _unit(ctx: Context, d: int) -> dict:
     cfg = ctx.config
     key = {k: cfg[k] for k in ("T", "L", "steps", "restarts", "n_samples", "alpha", "seed")}
     key["d"] = d
-    found = ctx.store.get(key)
-    if found is not None:
-        return found
-    if ctx.readonly:
-        raise MissingResult(f"frame d={d} is not in {ctx.store.dir}")
-    start = time.perf_counter()
-    T, L = cfg["T"], cfg["L"]
-    f = bounds.optimise_frame(T, d, cfg["steps"], cfg["restarts"], cfg["seed"])
-    X = bounds.sample_sequences(T, L, cfg["n_samples"], cfg["seed"])
-    row = {"d": d, "coherence": f.coherence, "restart_coherences": f.coherences, "welch": f.welch,
-           "constructions": {m: bounds.evaluate(m, f.frame, L, X, cfg["alpha"]) for m in CONSTRUCTIONS}}
-    ctx.store.put(key, row, seconds=time.perf_counter() - start, device="cpu")
-    ctx.store.computed += 1
-    return row
+
+    def frame() -> dict:
+        T, L = cfg["T"], cfg["L"]
+        f = bounds.optimise_frame(T, d, cfg["steps"], cfg["restarts"], cfg["seed"])
+        X = bounds.sample_sequences(T, L, cfg["n_samples"], cfg["seed"])
+        return {"d": d, "coherence": f.coherence, "restart_coherences": f.coherences, "welch": f.welch,
+                "constructions": {m: bounds.evaluate(m, f.frame, L, X, cfg["alpha"]) for m in CONSTRUCTIONS}}
+
+    return ctx.unit(key, frame)
 
 
 def compute_coherence_bounds(ctx: Context) -> dict:

@@ -4,10 +4,12 @@ One unit of work per (variant, lin version, T, L, test set) in the result store.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from attnlab.core.claims import ClaimsTable
-from attnlab.core.experiment import Context, Experiment, MissingResult
+from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
 from . import constructions as con
@@ -47,26 +49,22 @@ def compute_constructions(ctx: Context) -> dict:
     cfg = ctx.config
     rot = None if cfg["rotation_seed"] < 0 else cfg["rotation_seed"]
     checks = []
+    sequences = functools.cache(lambda kind, T, L: _sequences(cfg, kind, T, L))  # built only when needed
     for kind, T, L in _sets(cfg):
         if L > T:
             from attnlab.core.params import ParameterError
             raise ParameterError(f"parameter 'sizes'/'exhaustive': [T, L] = [{T}, {L}] is not allowed; need L <= T")
-        x = None
         for variant, lv in BUILDS:
             key = {"variant": variant, "lin_version": lv, "T": T, "L": L, "set": kind, "rotation_seed": rot,
                    **({"n": cfg["n_sampled"], "seed": cfg["seed"]} if kind == "sampled" else {}),
                    **({"n_pairs": cfg["n_pairs"], "seed": cfg["seed"]} if kind == "two-token" else {})}
-            row = ctx.store.get(key)
-            if row is None:
-                if ctx.readonly:
-                    raise MissingResult(f"{key} is not in {ctx.store.dir}")
-                x = _sequences(cfg, kind, T, L) if x is None else x
+
+            def check(variant=variant, lv=lv, kind=kind, T=T, L=L) -> dict:
                 c = con.build(variant, T, L, rotation_seed=rot, lin_version=lv)
-                row = con.check(c, x)
-                row["readout_margin"] = con.readout_margin(c.readout, c.gammas)
-                ctx.store.put(key, row)
-                ctx.store.computed += 1
-            checks.append({**key, **row})
+                return {**con.check(c, sequences(kind, T, L)),
+                        "readout_margin": con.readout_margin(c.readout, c.gammas)}
+
+            checks.append({**key, **ctx.unit(key, check)})
     # claim 5 (exact internal values) and claim 6 (the softmax argument), per size: cheap, not stored
     internal = {}
     for T, L in cfg["sizes"]:

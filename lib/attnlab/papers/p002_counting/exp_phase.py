@@ -145,7 +145,7 @@ def claims_phase(result: dict) -> ClaimsTable:
     sftm = all(has_softmax(v) for v in variants)
     ci = result["config"]["scale"] == "ci"
     d_list, p_list = result["d_list"], result["p_list"]
-    dmax, pmax = max(d_list), max(p_list)
+    dmax = max(d_list)
     n_seeds = len(result["seeds"])
     t = ClaimsTable()
 

@@ -17,7 +17,7 @@ from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
-from .models import VARIANTS
+from .models import VARIANTS, parse_variants
 from .sweeps import TRAINING_PARAMS, Protocol, grid_array, run_sweep
 
 PAPER_GRID = [1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128]
@@ -31,16 +31,6 @@ PARAMS = (
     Param("seeds", "int_list", "training seeds per configuration (paper: 5 runs)", min=0),
     *TRAINING_PARAMS,
 )
-
-
-def parse_variants(text: str) -> list[str]:
-    """'bos+sftm, dot' -> ['bos+sftm', 'dot'] (each one of models.VARIANTS, no repeats)."""
-    out = [v.strip() for v in text.split(",") if v.strip()]
-    bad = [v for v in out if v not in VARIANTS]
-    if not out or bad or len(set(out)) != len(out):
-        raise ParameterError(f"parameter 'variants': value {text!r} is not allowed; give distinct names from "
-                             + ", ".join(VARIANTS) + " separated by commas")
-    return out
 
 
 def compute_random_embeddings(ctx: Context) -> dict:

@@ -7,11 +7,10 @@ Four slices, placed relative to the alphabet size T:
     entangled   (d_small, p_big)  d < T, p ≥ T: softmax helps (dot+sftm, bos+sftm vs lin+sftm)
     p = 1       (d_big, 1)        a single hidden unit: dot counts "comparatively good as bos"
 
-`train_models` trains (or loads) one row per (variant, slice, seed). With `joint` every slice and
+`sweeps.run_sweep` trains (or loads) one row per (variant, slice, seed). With `joint` every slice and
 seed of a variant is one tensor program on one data stream (the seeds then differ in their
 initialisation only): at T = 8 a step of a small program costs ~3 ms of fixed overhead, so the
-per-(width bucket, seed) programs of `sweeps.run_sweep` would cost 6x more. Without `joint` it is
-`run_sweep` itself (each seed its own data, as in the paper). `exp_svd` uses the same function.
+paper-like per-(width bucket, seed) programs would cost 6x more. `exp_svd` trains the same way.
 """
 
 from __future__ import annotations
@@ -54,12 +53,6 @@ def slice_dims(cfg: dict) -> dict[str, tuple[int, int]]:
             "entangled": (cfg["d_small"], cfg["p_big"]), "p=1": (cfg["d_big"], 1)}
 
 
-def train_models(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, int]], seeds: list[int],
-                 proto: sweeps.Protocol, *, joint: bool, data_seed: int = 0) -> list[dict]:
-    """`sweeps.run_sweep` (joint: one program and one data stream for all models)."""
-    return sweeps.run_sweep(ctx, variant, T, L, dp, seeds, proto, data_seed=data_seed, joint=joint)
-
-
 def compute_slices(ctx: Context) -> dict:
     cfg = ctx.config
     dims = slice_dims(cfg)
@@ -67,7 +60,7 @@ def compute_slices(ctx: Context) -> dict:
     dp = list(dict.fromkeys(dims.values()))
     acc: dict[str, dict[str, dict]] = {}
     for v in tqdm(ORDER, desc="variants", disable=not ctx.progress):
-        rows = train_models(ctx, v, cfg["T"], cfg["L"], dp, cfg["seeds"], proto, joint=cfg["joint"],
+        rows = sweeps.run_sweep(ctx, v, cfg["T"], cfg["L"], dp, cfg["seeds"], proto, joint=cfg["joint"],
                             data_seed=cfg["data_seed"])
         acc[v] = {}
         for name, (d, p) in dims.items():

@@ -5,9 +5,9 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import ParameterError
 from attnlab.core.store import ResultStore
 
-from .exp_slices import slice_dims, train_models
+from .exp_slices import slice_dims
 from .exp_svd import drop_ratio, spectrum
-from .sweeps import Protocol
+from .sweeps import Protocol, run_sweep
 
 T, L = 6, 4
 
@@ -29,15 +29,15 @@ def test_slice_dims_names_the_parameter_out_of_place():
 def test_joint_program_replicas_are_independent_and_stored(tmp_path):
     proto = Protocol(steps=20, batch_size=16, lr=1e-2, lr_end=1e-3, eval_n=200)
     c = ctx(tmp_path / "a")
-    rows = train_models(c, "bos+sftm", T, L, [(3, 2), (7, 8)], [0, 1], proto, joint=True)
+    rows = run_sweep(c, "bos+sftm", T, L, [(3, 2), (7, 8)], [0, 1], proto, joint=True)
     assert c.store.computed == 4 and [(r["d"], r["p"], r["seed"]) for r in rows][:2] == [(3, 2, 0), (3, 2, 1)]
-    alone = train_models(ctx(tmp_path / "b"), "bos+sftm", T, L, [(7, 8)], [1], proto, joint=True)
+    alone = run_sweep(ctx(tmp_path / "b"), "bos+sftm", T, L, [(7, 8)], [1], proto, joint=True)
     assert alone[0]["final_accuracy"] == rows[3]["final_accuracy"]
     np.testing.assert_allclose(alone[0]["loss_curve"], rows[3]["loss_curve"], rtol=1e-4, atol=1e-5)
     c2 = ctx(tmp_path / "a")
-    again = train_models(c2, "bos+sftm", T, L, [(3, 2), (7, 8)], [0, 1], proto, joint=True)
+    again = run_sweep(c2, "bos+sftm", T, L, [(3, 2), (7, 8)], [0, 1], proto, joint=True)
     assert c2.store.computed == 0 and again == rows
-    other = train_models(ctx(tmp_path / "a"), "bos+sftm", T, L, [(7, 8)], [1], proto, joint=True, data_seed=1)
+    other = run_sweep(ctx(tmp_path / "a"), "bos+sftm", T, L, [(7, 8)], [1], proto, joint=True, data_seed=1)
     assert other[0]["loss_curve"] != rows[3]["loss_curve"]  # another data stream is another key
 
 

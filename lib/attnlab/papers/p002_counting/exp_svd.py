@@ -17,7 +17,7 @@ from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
 
 from . import sweeps
-from .exp_slices import ORDER, train_models
+from .exp_slices import ORDER
 from .sweeps import weights_from_json
 
 PARAMS = (
@@ -55,7 +55,7 @@ def compute_svd(ctx: Context) -> dict:
     dp = [(d, p) for d in dims for p in dims]
     models = []
     for v in tqdm(ORDER, desc="variants", disable=not ctx.progress):
-        rows = train_models(ctx, v, T, cfg["L"], dp, cfg["seeds"], proto, joint=cfg["joint"],
+        rows = sweeps.run_sweep(ctx, v, T, cfg["L"], dp, cfg["seeds"], proto, joint=cfg["joint"],
                             data_seed=cfg["data_seed"])
         for r in rows:
             s = spectrum(weights_from_json(r["weights"]).W1)

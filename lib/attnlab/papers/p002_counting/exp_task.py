@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.core.claims import ClaimsTable
-from attnlab.core.experiment import Context, Experiment, MissingResult
+from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
 from . import tasks
@@ -22,11 +22,10 @@ PARAMS = (
 def _unit(ctx: Context, sampler: str, L: int) -> dict:
     cfg = ctx.config
     key = {"sampler": sampler, "T": cfg["T"], "L": L, "n": cfg["n_samples"], "seed": cfg["seed"]}
-    found = ctx.store.get(key)
-    if found is not None:
-        return found
-    if ctx.readonly:
-        raise MissingResult(f"{key} is not in {ctx.store.dir}")
+    return ctx.unit(key, lambda: _sample_stats(cfg, sampler, L))
+
+
+def _sample_stats(cfg: dict, sampler: str, L: int) -> dict:
     x = tasks.sample(sampler, cfg["n_samples"], cfg["T"], L, cfg["seed"])
     y = tasks.hist(x)
     sub = x[:500]
@@ -37,8 +36,6 @@ def _unit(ctx: Context, sampler: str, L: int) -> dict:
            "tokens_in_range": bool(x.min() >= 0 and x.max() < cfg["T"]),
            "labels_equal_hist_loop": bool(np.array_equal(y[:500], loop)),
            "example": x[0].tolist(), "example_labels": y[0].tolist()}
-    ctx.store.put(key, row)
-    ctx.store.computed += 1
     return row
 
 

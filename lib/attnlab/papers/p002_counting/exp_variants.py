@@ -10,10 +10,10 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param
 
 from .exp_phase import PAPER_GRID, TRAIN_FULL, grids, sweep_grid
-from .models import VARIANTS
+from .models import parse_variants
 from .sweeps import TRAINING_PARAMS
 
 PARAMS = (
@@ -28,15 +28,6 @@ PARAMS = (
     Param("success", "float", "accuracy (best over seeds and evals) that counts as solved for the transitions",
           min=0.0, max=1.0),
 ) + TRAINING_PARAMS
-
-
-def parse_variants(text: str) -> list[str]:
-    names = list(VARIANTS) if text.strip() == "all" else [v.strip() for v in text.split(",") if v.strip()]
-    bad = [v for v in names if v not in VARIANTS]
-    if bad or not names:
-        raise ParameterError(f"parameter 'variants': value {text!r} is not allowed; "
-                             f"a comma-separated subset of {', '.join(VARIANTS)}, or 'all'")
-    return names
 
 
 def _grid(values: list[int], T: int, pow2_T: list[int]) -> list[int]:
@@ -77,7 +68,7 @@ def claims_variants(result: dict) -> ClaimsTable:
     model's mechanism ties to T must move up (inventory: d and p; relation-based: d); if only L
     changed, the transitions stay within one grid step."""
     cfg = result["config"]
-    success, ci = cfg["success"], cfg["scale"] == "ci"
+    success = cfg["success"]
     ref = result["sweeps"][0]
     t = ClaimsTable()
     for sw in result["sweeps"][1:]:

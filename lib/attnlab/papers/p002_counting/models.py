@@ -32,6 +32,17 @@ def softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
+def parse_variants(text: str) -> list[str]:
+    """'bos+sftm, dot' -> ['bos+sftm', 'dot']; 'all' -> every variant. Each one of VARIANTS, no repeats."""
+    from attnlab.core.params import ParameterError
+
+    names = list(VARIANTS) if text.strip() == "all" else [v.strip() for v in text.split(",") if v.strip()]
+    if not names or any(v not in VARIANTS for v in names) or len(set(names)) != len(names):
+        raise ParameterError(f"parameter 'variants': value {text!r} is not allowed; give distinct names from "
+                             + ", ".join(VARIANTS) + " separated by commas, or 'all'")
+    return names
+
+
 def has_bos(variant: str) -> bool:
     return variant.startswith("bos")
 

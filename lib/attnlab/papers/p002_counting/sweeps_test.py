@@ -4,7 +4,6 @@ import pytest
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.store import ResultStore
 
-from . import models
 from .sweeps import Incomplete, Protocol, grid_array, p_bucket, run_sweep, running_best, weights_from_json
 
 T, L = 6, 4

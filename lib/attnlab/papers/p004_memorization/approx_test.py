@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from attnlab.papers.p004_memorization import approx as ap
 from attnlab.papers.p004_memorization import encoders as en

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from attnlab.core.claims import ClaimsTable
-from attnlab.core.experiment import Context, Experiment, MissingResult
+from attnlab.core.experiment import Context, Experiment
 from attnlab.core.fits import power_fit, presaturation
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
@@ -83,9 +83,7 @@ def _thm2_config(ctx: Context, N: int, d: int) -> dict:
         return {"C_emp": C, "C_jl": C_jl, "random_eta": random_eta, "grid": grid, "uniform": uniform,
                 "printed": printed}
 
-    if ctx.readonly and ctx.store.get(key) is None:
-        raise MissingResult(f"Theorem 2 config {key} is not in {ctx.store.dir}")
-    return {"N": N, "d": d, **ctx.store.get_or_compute(key, compute)}
+    return {"N": N, "d": d, **ctx.unit(key, compute)}
 
 
 def compute_thm2(ctx: Context) -> dict:

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from attnlab.core.claims import ClaimsTable
-from attnlab.core.experiment import Context, Experiment, MissingResult
+from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
 from attnlab.core.train import MaskedAdam, linear_lr
@@ -22,16 +22,6 @@ from . import approx, construction, encoders
 from .models import AoTConfig, ReplicaAoT
 
 EXACT = 1e-12  # max |difference| between two float64 evaluations of the same AoT
-
-
-def _unit(ctx: Context, key: dict, compute):
-    """The stored result of `key`, computing and storing it unless the context is read-only."""
-    if ctx.readonly:
-        found = ctx.store.get(key)
-        if found is None:
-            raise MissingResult(f"{key} is not in {ctx.store.dir}")
-        return found
-    return ctx.store.get_or_compute(key, compute)
 
 
 # =============================================================================================
@@ -129,7 +119,7 @@ def compute_setup(ctx: Context) -> dict:
                     "logit_rank": int(np.sum(sv > 1e-10 * sv[0])), "logit_sv": (sv / sv[0]).tolist(),
                     "W_O_shape": list(W_O.shape), "W_V_shape": list(W_V.shape)}
 
-        rows.append({"N": N, "S": S, "d": d, "d_h": d_h, "H": H, **_unit(ctx, key, compute)})
+        rows.append({"N": N, "S": S, "d": d, "d_h": d_h, "H": H, **ctx.unit(key, compute)})
     return {"config": cfg, "rows": rows}
 
 
@@ -236,7 +226,7 @@ def compute_props(ctx: Context) -> dict:
                 exact = encoders.encoder_kl(prior, cond, W, E)
             return {"kl": f.kl, "kl_restarts": f.kl_restarts, "evaluations": f.evaluations, "exact_kl": exact}
 
-        fits[d] = _unit(ctx, key, compute)
+        fits[d] = ctx.unit(key, compute)
 
     aot_key = {"unit": "aot", **pi_key, "d_list": cfg["aot_d_list"], "H": cfg["aot_H"], "steps": cfg["aot_steps"],
                "lr": cfg["aot_lr"]}
@@ -247,7 +237,7 @@ def compute_props(ctx: Context) -> dict:
         return train_aot_kl(configs, tokens, prior, cond, cfg["aot_steps"], cfg["aot_lr"], ctx.device,
                             progress=ctx.progress)
 
-    aot = _unit(ctx, aot_key, train)
+    aot = ctx.unit(aot_key, train)
 
     lam = np.geomspace(0.1, 1e4, cfg["n_lam"]).tolist()
     circle = {}
@@ -262,7 +252,7 @@ def compute_props(ctx: Context) -> dict:
                     "points": points, "closed_points": encoders.circle_kl_closed_form(Nc, points).tolist(),
                     "direct_points": encoders.circle_kl_direct(Nc, points, g).tolist(), "n_seq": len(g)}
 
-        circle[Nc] = _unit(ctx, key, circ)
+        circle[Nc] = ctx.unit(key, circ)
     return {"config": cfg, "fits": {str(d): v for d, v in fits.items()}, "aot": aot, "lam": lam,
             "circle": {str(n): v for n, v in circle.items()}}
 
@@ -350,7 +340,7 @@ def compute_lemma2(ctx: Context) -> dict:
             r = construction.attention_feature_rank(tokens, N, d, H, qk=qk, seed=s)
             return {"rank": r.rank, "expected": r.expected, "ratio": r.ratio, "sv": r.singular_values.tolist()}
 
-        rows.append({"N": N, "S": S, "d": d, "H": H, "T_0": T_0, "qk": qk, "seed": s, **_unit(ctx, key, compute)})
+        rows.append({"N": N, "S": S, "d": d, "H": H, "T_0": T_0, "qk": qk, "seed": s, **ctx.unit(key, compute)})
     sweep = []
     for N, S, d, H, T_max in cfg["sweep"]:
         for T_0 in range(1, min(T_max, N**S) + 1):
@@ -361,7 +351,7 @@ def compute_lemma2(ctx: Context) -> dict:
                 r = construction.attention_feature_rank(tokens, N, d, H, qk="rank1", seed=0)
                 return {"rank": r.rank, "expected": r.expected, "ratio": r.ratio, "sv": r.singular_values.tolist()}
 
-            sweep.append({"N": N, "S": S, "d": d, "H": H, "T_0": T_0, **_unit(ctx, key, compute)})
+            sweep.append({"N": N, "S": S, "d": d, "H": H, "T_0": T_0, **ctx.unit(key, compute)})
     return {"config": cfg, "rows": rows, "sweep": sweep}
 
 
@@ -423,7 +413,7 @@ def compute_thm1eps(ctx: Context) -> dict:
         f = encoders.fit_encoder(prior, cond, d, cfg["restarts"], cfg["max_iter"], seed=cfg["pi_seed"])
         return {"kl": f.kl, "kl_restarts": f.kl_restarts, "W": f.W.tolist(), "E": f.E.tolist()}
 
-    enc = _unit(ctx, enc_key, fit)
+    enc = ctx.unit(enc_key, fit)
     tokens = approx.all_sequences(N, S)
     builds = []
     for H in tqdm(cfg["H_list"], desc="constructions", disable=not ctx.progress):
@@ -439,7 +429,7 @@ def compute_thm1eps(ctx: Context) -> dict:
                                                          "max_fit_error", "cond_W_OV", "rank_F")}
             return out
 
-        builds.append({"H": H, **_unit(ctx, key, build)})
+        builds.append({"H": H, **ctx.unit(key, build)})
     p = np.sort(prior.numpy())[::-1]
     return {"config": cfg, "T": len(tokens), "kl_star": enc["kl"], "kl_restarts": enc["kl_restarts"],
             "builds": builds, "mass_curve": np.cumsum(p).tolist()}

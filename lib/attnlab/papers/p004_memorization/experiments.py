@@ -6,7 +6,6 @@ chapter notebook is parameters, one call, plots and the claims table.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -237,9 +236,7 @@ def _build(ctx: Context, N: int, S: int, d: int, d_h: int, H: int, T_0: int, qk:
                 "lstsq_residual": rep.lstsq_residual, "cond_W_OV": rep.cond_W_OV, "accuracy": rep.accuracy,
                 "max_residual_error": rep.max_residual_error, "n_params": rep.n_params}
 
-    if ctx.readonly and ctx.store.get(key) is None:
-        raise MissingResult(f"construction {key} is not in {ctx.store.dir}")
-    return {**key, **ctx.store.get_or_compute(key, compute)}
+    return {**key, **ctx.unit(key, compute)}
 
 
 def compute_thm1(ctx: Context) -> dict:
