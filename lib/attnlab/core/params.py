@@ -2,15 +2,25 @@
 
 Every knob of a chapter is a `Param`. A preset gives each one a value; a user overrides any
 of them (notebook parameters cell, `attnlab run -p NAME VALUE`). Bad values fail at once
-with one line naming the parameter, the value and what is allowed.
+with one line naming the parameter, the value and what is allowed: a wrong type, NaN or ±inf
+for any number (also inside lists), a value outside [min, max] or not among the choices.
+
+Every int parameter declares a `max` (tests/test_fuzz.py fails otherwise): a typo such as
+N = 10**9 is refused before anything is allocated. Where the danger is a product of several
+parameters (e.g. N**2 * S floats), the compute function calls `require_memory` with its
+estimate, which refuses with a ParameterError when the machine cannot hold it.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
+import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 SCALES = ("ci", "medium", "full")
+KINDS = ("int", "float", "str", "bool", "int_list", "float_list", "int_rows")
 
 
 class ParameterError(ValueError):
@@ -31,18 +41,39 @@ class Param:
     nullable: bool = False  # None is a meaningful value
     width: int | None = None  # for 'int_rows'
 
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise TypeError(f"Param {self.name!r}: unknown kind {self.kind!r}; one of {', '.join(KINDS)}")
+        if self.kind == "int_rows" and not self.width:
+            raise TypeError(f"Param {self.name!r}: kind 'int_rows' needs a width")
+
     def _fail(self, value: Any, allowed: str) -> ParameterError:
-        return ParameterError(f"parameter {self.name!r}: value {value!r} is not allowed; {allowed}")
+        err = ParameterError(f"parameter {self.name!r}: value {_short(value)} is not allowed; {allowed}")
+        err.allowed = allowed
+        return err
+
+    def _bound(self, bound: float) -> str:
+        return str(int(bound)) if float(bound).is_integer() and abs(bound) < 1e16 else f"{bound:g}"
 
     def _scalar(self, value: Any, kind: str) -> Any:
-        if kind == "int":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
-                raise self._fail(value, "expected an integer")
-            value = int(value)
-        elif kind == "float":
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise self._fail(value, "expected a number")
-            value = float(value)
+        if kind in ("int", "float"):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or type(value).__name__ == "bool_":
+                raise self._fail(value, "expected an integer" if kind == "int" else "expected a number")
+            try:
+                finite = math.isfinite(value)
+            except OverflowError:  # an int too large for a float
+                finite = kind == "int"
+            if not finite:
+                raise self._fail(value, "expected a finite number")
+            if kind == "int":
+                if int(value) != value:
+                    raise self._fail(value, "expected an integer")
+                value = int(value)
+            else:
+                try:
+                    value = float(value)
+                except OverflowError:
+                    raise self._fail(value, "expected a finite number") from None
         elif kind == "str":
             if not isinstance(value, str):
                 raise self._fail(value, "expected a string")
@@ -52,9 +83,9 @@ class Param:
         if self.choices is not None and value not in self.choices:
             raise self._fail(value, "choose one of " + ", ".join(map(str, self.choices)))
         if self.min is not None and value < self.min:
-            raise self._fail(value, f"must be >= {self.min:g}")
+            raise self._fail(value, f"must be >= {self._bound(self.min)}")
         if self.max is not None and value > self.max:
-            raise self._fail(value, f"must be <= {self.max:g}")
+            raise self._fail(value, f"must be <= {self._bound(self.max)}")
         return value
 
     def validate(self, value: Any) -> Any:
@@ -70,17 +101,54 @@ class Param:
             try:
                 return [[self._scalar(v, "int") for v in row] for row in value]
             except ParameterError as err:
-                raise self._fail(value, "every entry: " + str(err).split("; ", 1)[1]) from None
+                raise self._fail(value, "every entry: " + err.allowed) from None
         if self.kind.endswith("_list"):
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, numbers.Real) and not isinstance(value, bool):
                 value = [value]
             if not isinstance(value, (list, tuple)) or len(value) == 0:
                 raise self._fail(value, "expected a non-empty list")
             try:
                 return [self._scalar(v, self.kind[: -len("_list")]) for v in value]
             except ParameterError as err:
-                raise self._fail(value, "every entry: " + str(err).split("; ", 1)[1]) from None
+                raise self._fail(value, "every entry: " + err.allowed) from None
         return self._scalar(value, self.kind)
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    """repr of a value for a one-line message (a list of 10**6 entries is not printed whole)."""
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def available_memory(device: Any = "cpu") -> int:
+    """Bytes the computation may use: the free memory of a CUDA device, else the RAM available
+    now (MemAvailable of /proc/meminfo, or the physical RAM where that is not readable)."""
+    if str(device).startswith("cuda"):
+        import torch
+
+        free, _total = torch.cuda.mem_get_info(torch.device(device))
+        return int(free)
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def require_memory(nbytes: float, what: str, names: Mapping[str, Any], device: Any = "cpu",
+                   fraction: float = 0.8) -> None:
+    """Refuse (ParameterError, one line) a computation whose estimated memory `nbytes` exceeds
+    `fraction` of what the machine has (`available_memory`). `what`: the dominant allocation,
+    e.g. "the attention scores, N**2 * S float64"; `names`: the parameters that set it."""
+    budget = fraction * available_memory(device)
+    if nbytes > budget:
+        given = ", ".join(f"{k}={_short(v, 40)}" for k, v in names.items())
+        raise ParameterError(f"parameters {given}: {what} needs an estimated {nbytes / 2**30:.3g} GiB, "
+                             f"more than the {budget / 2**30:.3g} GiB this machine ({device}) can give; "
+                             "lower them")
 
 
 COMMON = (

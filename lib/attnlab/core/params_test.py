@@ -1,6 +1,7 @@
+import numpy as np
 import pytest
 
-from attnlab.core.params import Param, ParameterError, resolve
+from attnlab.core.params import Param, ParameterError, available_memory, require_memory, resolve
 
 PARAMS = (Param("d_list", "int_list", "dims", min=1), Param("lr", "float", "lr", min=0.0),
           Param("mode", "str", "mode", choices=("a", "b")))
@@ -30,3 +31,59 @@ def test_bad_values_name_parameter_value_and_what_is_allowed(overrides, words):
 def test_unknown_scale():
     with pytest.raises(ParameterError, match="'scale'.*'huge'.*ci"):
         resolve(PARAMS, PRESETS, "huge", {})
+
+
+NUMERIC = (Param("n", "int", "size", min=1, max=4096), Param("lr", "float", "rate", min=0.0, max=1.0),
+           Param("lrs", "float_list", "rates"), Param("ns", "int_list", "sizes", min=0, max=10),
+           Param("rows", "int_rows", "configs", width=2, min=0, max=10), Param("free", "float", "unbounded"))
+
+
+@pytest.mark.parametrize("param", NUMERIC, ids=lambda p: p.kind + "-" + p.name)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")], ids=repr)
+def test_nan_and_inf_are_refused_by_every_numeric_kind_even_without_bounds(param, bad):
+    value = {"int_rows": [[1, bad]], "float_list": [0.5, bad], "int_list": [1, bad]}.get(param.kind, bad)
+    with pytest.raises(ParameterError) as err:
+        param.validate(value)
+    text = str(err.value)
+    assert text.startswith(f"parameter {param.name!r}: value ") and text.endswith("expected a finite number"), text
+    assert "\n" not in text and repr(bad) in text
+
+
+@pytest.mark.parametrize("param, value, words", [
+    (NUMERIC[0], 10**9, ["'n'", "1000000000", "<= 4096"]),
+    (NUMERIC[0], 10**400, ["'n'", "<= 4096"]),         # int too large for a float: no OverflowError
+    (NUMERIC[1], 10**400, ["'lr'", "finite"]),
+    (NUMERIC[0], True, ["'n'", "True", "integer"]),
+    (NUMERIC[0], "3", ["'n'", "'3'", "integer"]),
+    (NUMERIC[1], np.bool_(True), ["'lr'", "number"]),
+    (NUMERIC[3], [], ["'ns'", "non-empty list"]),
+    (NUMERIC[3], list(range(10**5)), ["'ns'", "<= 10", " ..."]),   # one short line, not 10**5 numbers
+    (NUMERIC[4], [[1, 2, 3]], ["'rows'", "lists of 2 integers"]),
+])
+def test_other_bad_values_fail_with_one_short_line(param, value, words):
+    with pytest.raises(ParameterError) as err:
+        param.validate(value)
+    text = str(err.value)
+    assert all(w in text for w in words) and "\n" not in text and len(text) < 300, text
+
+
+def test_numpy_numbers_are_accepted_and_normalised():
+    assert NUMERIC[0].validate(np.int64(5)) == 5 and type(NUMERIC[0].validate(np.int64(5))) is int
+    assert NUMERIC[1].validate(np.float32(0.5)) == 0.5 and type(NUMERIC[1].validate(np.float32(0.5))) is float
+    assert NUMERIC[0].validate(7.0) == 7
+
+
+def test_a_misdeclared_param_fails_at_definition():
+    with pytest.raises(TypeError, match="unknown kind"):
+        Param("x", "integer", "typo in the kind")
+    with pytest.raises(TypeError, match="width"):
+        Param("x", "int_rows", "no width")
+
+
+def test_require_memory_refuses_an_estimate_beyond_the_machine_and_names_the_parameters():
+    require_memory(1024, "a tiny table", {"N": 4})
+    huge = 64 * available_memory()
+    with pytest.raises(ParameterError) as err:
+        require_memory(huge, "the attention scores (N**2 * S float64)", {"N": 4096, "S": 10**6})
+    text = str(err.value)
+    assert "N=4096, S=1000000" in text and "GiB" in text and "attention scores" in text and "\n" not in text
