@@ -44,7 +44,7 @@ def parse_value(text: str):
 
 
 def cmd_list(args) -> int:
-    from .core.experiment import registry
+    from .papers import registry
     from .notebooks import read_timings, stale_reason
 
     timings = read_timings()
@@ -62,7 +62,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .core.experiment import get
+    from .papers import get
 
     exp = get(args.result)
     overrides = {}

@@ -23,21 +23,21 @@ from typing import Any, Iterable
 import nbformat
 
 from .core.claims import ClaimsTable
-from .core.experiment import Experiment, registry
+from .core.experiment import Experiment
 from .core.store import REPO_ROOT
+from .papers import package_of, packages, registry
 
 BOOK = REPO_ROOT / "book"
 TIMINGS = BOOK / "timings.csv"
 CI_BUDGET_S = 45.0
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
-PAPER_PACKAGES = {"002-counting": "p002_counting", "004-memorization": "p004_memorization"}
 
 
 def lib_files(exp: Experiment) -> list[Path]:
     """The library code a chapter depends on: attnlab/core, attnlab/__init__ and its paper's package."""
     lib = REPO_ROOT / "lib" / "attnlab"
     files = [lib / "__init__.py", *sorted((lib / "core").rglob("*.py")),
-             *sorted((lib / "papers" / PAPER_PACKAGES[exp.paper]).rglob("*.py"))]
+             *sorted(Path(package_of(exp.paper).__file__).parent.rglob("*.py"))]
     return [f for f in files if not f.name.endswith("_test.py")]
 
 
@@ -219,7 +219,7 @@ def status_table(paper: str) -> str:
 def write_generated_pages() -> None:
     """Write book/scorecard.md and the status tables of the paper overview pages."""
     (BOOK / "scorecard.md").write_text(scorecard_markdown())
-    for paper in PAPER_PACKAGES:
+    for paper in (pkg.ID for pkg in packages()):
         page = BOOK / paper / "overview.md"
         if not page.exists():
             continue

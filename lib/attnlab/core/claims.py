@@ -12,7 +12,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-VERDICT_MARK = {"holds": "✅ holds", "fails": "❌ fails", "not run": "⏳ not run"}
+VERDICT_MARK = {"holds": "✅ holds", "fails": "❌ fails", "not run": "⏳ not run",
+                "inconclusive": "❔ inconclusive", "consistency check": "🔁 consistency check"}
+SOURCES = ("text", "figure", "data", "digest", "")  # where a paper value comes from: the paper's text
+# or tables, a read-off of its figure, the authors' released data or code, the digest's derivation
 LEGEND = ("✅ holds: the claim is reproduced by this run, within the stated tolerance. "
           "❌ fails: it is not. ⏳ not run: the measurement needs another scale (see 'At paper scale'). "
           "Column 'asserted': 'yes' means the chapter raises (and CI fails) if the claim fails at this scale.")
@@ -50,6 +53,7 @@ class Claim:
     tolerance: str
     verdict: str
     asserted: bool
+    source: str = ""
 
 
 @dataclass
@@ -60,10 +64,34 @@ class ClaimsTable:
     rows: list[Claim] = field(default_factory=list)
 
     def add(self, key: str, text: str, *, paper: Any, ours: Any, holds: bool | None,
-            tolerance: str = "", asserted: bool = False) -> "ClaimsTable":
-        """holds=None: not measured at this scale."""
+            tolerance: str = "", asserted: bool = False, source: str = "") -> "ClaimsTable":
+        """A reproduction: the paper's value (from `source`: text, figure, data) against a measured
+        one, within `tolerance`. holds=None: not measured at this scale."""
+        if source not in SOURCES:
+            raise ValueError(f"source {source!r}: choose one of {SOURCES}")
         verdict = "not run" if holds is None else ("holds" if holds else "fails")
-        self.rows.append(Claim(key, text, fmt(paper), fmt(ours), tolerance, verdict, asserted and holds is not None))
+        self.rows.append(Claim(key, text, fmt(paper), fmt(ours), tolerance, verdict, asserted and holds is not None,
+                               source))
+        return self
+
+    def consistency(self, key: str, text: str, *, expected: Any, ours: Any, holds: bool,
+                    tolerance: str = "exact", asserted: bool = False, source: str = "") -> "ClaimsTable":
+        """A consistency check (arithmetic, shapes, definitions, a value the formulas fix): shown,
+        asserted if asked, never counted as a reproduction. A failing one is shown as failing."""
+        verdict = "consistency check" if holds else "fails"
+        self.rows.append(Claim(key, text, fmt(expected), fmt(ours), tolerance, verdict, asserted, source))
+        return self
+
+    def inconclusive(self, key: str, text: str, *, paper: Any, ours: Any, why: str,
+                     source: str = "") -> "ClaimsTable":
+        """A check that cannot separate the paper's claim from its alternative at this scale; `why`
+        goes in the tolerance column."""
+        self.rows.append(Claim(key, text, fmt(paper), fmt(ours), why, "inconclusive", False, source))
+        return self
+
+    def not_run(self, key: str, text: str, *, paper: Any, command: str, source: str = "") -> "ClaimsTable":
+        """A claim only paper scale can check; `command` produces it."""
+        self.rows.append(Claim(key, text, fmt(paper), "–", command, "not run", False, source))
         return self
 
     def markdown(self) -> str:

@@ -6,14 +6,13 @@ reads and writes the result store, so a rerun resumes instead of starting over.
 
 from __future__ import annotations
 
-import importlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .device import select_device, set_threads
-from .params import Param, ParameterError, resolve
+from .params import COMMON, Param, resolve
 from .store import REPO_ROOT, ResultStore, default_root
 
 
@@ -45,6 +44,18 @@ class Experiment:
         """The validated config: preset of `scale` with overrides (None keeps the preset value)."""
         return resolve(self.params, self.presets, scale, overrides, where=self.id)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every parameter a chapter's `parameters` cell may set: `scale`, `device` and the declared ones."""
+        return tuple(p.name for p in COMMON + tuple(self.params))
+
+    def config_from(self, namespace: Mapping[str, Any]) -> dict[str, Any]:
+        """The validated config from a notebook's namespace: each declared parameter is read by its
+        name (absent or None keeps the preset's value), so a knob is written once, in the
+        parameters cell. `scale` defaults to "ci"."""
+        values = {name: namespace.get(name) for name in self.names}
+        return self.config(values.pop("scale") or "ci", **values)
+
     def run(self, config: Mapping[str, Any] | None = None, *, store_root: str | Path | None = None,
             progress: bool = True) -> dict:
         """Compute (or load from the store) the result for `config`."""
@@ -69,6 +80,20 @@ class Experiment:
             return self.compute(ctx)
         except MissingResult:
             return None
+
+    def at_paper_scale(self, note: str = "") -> dict | None:
+        """The stored paper-scale result (`results/full/<id>`), or None after saying how far the
+        stored run has got and which command completes it (`note`: what that run costs)."""
+        full = self.stored("full")
+        if full is None:
+            stored = len(ResultStore(default_root("full"), self.id).entries())
+            progress = (f"A paper-scale run is in progress: {stored} unit(s) are stored in results/full/{self.id}/, "
+                        "not yet all of them." if stored else "No stored paper-scale run yet.")
+            print(f"{progress} Produce it (resumable: a rerun continues where it stopped) with\n"
+                  f"  attnlab run {self.id} --scale full --headless\n"
+                  + (f"({note})\n" if note else "")
+                  + f"then commit results/full/{self.id}/.")
+        return full
 
 
 class MissingResult(LookupError):
@@ -105,28 +130,23 @@ class Context:
         self.store.computed += 1
         return result
 
-
-PAPER_PACKAGES = ("attnlab.papers.p002_counting", "attnlab.papers.p004_memorization")
-
-
-def registry() -> dict[str, Experiment]:
-    """Every experiment of every paper, by id, in book order (each paper package lists its modules)."""
-    out: dict[str, Experiment] = {}
-    for package in PAPER_PACKAGES:
-        pkg = importlib.import_module(package)
-        exps = [e for m in pkg.EXPERIMENT_MODULES for e in importlib.import_module(f"{package}.{m}").EXPERIMENTS]
-        order = list(pkg.BOOK_ORDER)
-        unplaced = [e.id for e in exps if e.id.split("/", 1)[1] not in order]
-        if unplaced:
-            raise RuntimeError(f"{package}.BOOK_ORDER does not place {unplaced}")
-        for exp in sorted(exps, key=lambda e: order.index(e.id.split("/", 1)[1])):
-            out[exp.id] = exp
-    return out
-
-
-def get(result_id: str) -> Experiment:
-    """The experiment `result_id`, or a ParameterError listing the known ones."""
-    reg = registry()
-    if result_id not in reg:
-        raise ParameterError(f"unknown result {result_id!r}; known results: {', '.join(reg)}")
-    return reg[result_id]
+    def units(self, keys: list[dict], compute: Callable[[list[int]], Any]) -> list[Any]:
+        """The batch form of `unit`: the stored results of `keys`, each looked up once. The
+        missing ones are computed together by `compute(missing)` (indices into `keys`), which
+        yields `(i, result, seconds)` as they finish (e.g. one training program per chunk; seconds:
+        the unit's share of the time, for the provenance); each is stored at once, so an
+        interrupted batch resumes with what was finished. Read-only contexts raise MissingResult
+        instead of computing."""
+        found: dict[int, Any] = {}
+        for i, key in enumerate(keys):
+            hit = self.store.get(key)
+            if hit is not None:
+                found[i] = hit
+        missing = [i for i in range(len(keys)) if i not in found]
+        if missing and self.readonly:
+            raise MissingResult(f"{len(missing)} of {len(keys)} units are not in {self.store.dir}")
+        for i, result, seconds in compute(missing) if missing else ():
+            self.store.put(keys[i], result, seconds=seconds, device=str(self.device))
+            self.store.computed += 1
+            found[i] = result
+        return [found[i] for i in range(len(keys))]

@@ -9,6 +9,7 @@ same replica trained inside any batch.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import torch
@@ -62,3 +63,9 @@ class ReplicaModule(nn.Module):
 def replica_generator(config: dict, seed: int) -> torch.Generator:
     """A CPU generator seeded by (config, seed) only."""
     return torch.Generator().manual_seed(derive_seed(config, seed))
+
+
+def uniform_init(gen: torch.Generator, shape: tuple[int, ...], fan_in: float) -> torch.Tensor:
+    """PyTorch's default initialisation, U(−1/√fan_in, 1/√fan_in), in float64 from `gen`."""
+    bound = 1 / math.sqrt(fan_in)
+    return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound

@@ -1,0 +1,77 @@
+"""The papers of the book: the one list of paper packages, and the registry built from it.
+
+A paper is a subpackage `pNNN_<short>/` (see DESIGN.md, "Package shape") whose `__init__`
+defines `ID` (its folder in notebooks/, book/ and results/, e.g. "004-memorization"), `TITLE`,
+`AUTHORS`, `URL` (where to read it) and `BOOK_ORDER` (its chapter slugs in the paper's order).
+Its chapters are the modules of its `results/` subpackage, each defining `EXPERIMENTS` (one
+`Experiment` per chapter; twin chapters may share one module). Adding a paper is its folder
+plus one line in `PAPERS`; nothing in `core/` names a paper.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from types import ModuleType
+
+from attnlab.core.experiment import Experiment
+from attnlab.core.params import ParameterError
+
+# The paper packages, in book order.
+PAPERS = (
+    "p000_capacity",
+    "p001_positional",
+    "p002_counting",
+    "p003_allocation",
+    "p004_memorization",
+)
+
+
+def packages() -> list[ModuleType]:
+    """The imported paper packages, in book order."""
+    return [importlib.import_module(f"{__name__}.{name}") for name in PAPERS]
+
+
+def package_of(paper_id: str) -> ModuleType:
+    """The package of paper `paper_id` (e.g. "002-counting")."""
+    for pkg in packages():
+        if pkg.ID == paper_id:
+            return pkg
+    raise ParameterError(f"unknown paper {paper_id!r}; known papers: {', '.join(p.ID for p in packages())}")
+
+
+def results_modules(pkg: ModuleType) -> list[ModuleType]:
+    """Every module of the paper's `results/` subpackage (one per chapter, or per twin chapters)."""
+    results = importlib.import_module(f"{pkg.__name__}.results")
+    return [importlib.import_module(f"{results.__name__}.{m.name}")
+            for m in pkgutil.iter_modules(results.__path__) if not m.name.endswith("_test")]
+
+
+@functools.cache
+def registry() -> dict[str, Experiment]:
+    """Every chapter's experiment of every paper, by id, in book order."""
+    out: dict[str, Experiment] = {}
+    for pkg in packages():
+        exps = {e.id.split("/", 1)[1]: e for m in results_modules(pkg) for e in m.EXPERIMENTS}
+        unplaced = sorted(set(exps) - set(pkg.BOOK_ORDER))
+        if unplaced:
+            raise RuntimeError(f"{pkg.__name__}.BOOK_ORDER does not place {unplaced}")
+        missing = [s for s in pkg.BOOK_ORDER if s not in exps]
+        if missing:
+            raise RuntimeError(f"{pkg.__name__}.BOOK_ORDER names {missing}, which no results module defines")
+        for slug in pkg.BOOK_ORDER:
+            out[exps[slug].id] = exps[slug]
+    return out
+
+
+def get(result_id: str) -> Experiment:
+    """The experiment `result_id`, or a ParameterError listing the known ones (closest first)."""
+    import difflib
+
+    reg = registry()
+    if result_id not in reg:
+        close = difflib.get_close_matches(result_id, reg, n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise ParameterError(f"unknown result {result_id!r}; {hint}known results: {', '.join(reg)}")
+    return reg[result_id]

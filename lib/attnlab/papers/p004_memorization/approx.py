@@ -5,10 +5,10 @@ optimal sequence encoder f_{W,E} (W [N, d], E [T, d], from `encoders.fit_encoder
 
  1. K = H d_h + d; S_1 = the K most likely sequences (T_eps = K, eps = pi(S_2), S_2 the rest);
  2. generic e', pos', W_QK^h, W_V^h and features F(t) = [x'_S(t); W_V^1 A'^1(t); ...] in R^K
-    (the skip connection as pseudo-head 0, as in construction.py);
+    (the skip connection as pseudo-head 0, as in constructions.py);
  3. solve M F_1 = E_1 exactly on S_1: M = E_1 F_1^+ (the paper's W_O = E P_1^T (P_1 V P_1^T)^{-1}
     I_Sigma^{-1} U^T is the same matrix, written through the SVD of W_V A');
- 4. fold W_OV = M[:, :d] into the embeddings (the exact skip trick of construction.py), W_U = W.
+ 4. fold W_OV = M[:, :d] into the embeddings (the exact skip trick of constructions.py), W_U = W.
 
 The built AoT equals f_{W,E} on S_1 and is uncontrolled on S_2. Bound chain (Eq. 13, then 14):
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .construction import AoTWeights, _check_choice, _skip_and_values, aot_forward, residual_stream
+from .constructions import AoTWeights, _check_choice, _skip_and_values, aot_forward, residual_stream
 
 SOLVES = ("interpolate", "weighted")
 SINGULAR_COND = 1e12
@@ -82,7 +82,7 @@ class ApproxReport:
 
 
 def _generic_draw(N: int, S: int, d: int, d_h: int, H: int, seed: int, qk: str, W_U: np.ndarray) -> AoTWeights:
-    """Generic e', pos', W_QK^h, W_V^h as in construction.build_memorizing_aot (W_O zero)."""
+    """Generic e', pos', W_QK^h, W_V^h as in constructions.build_memorizing_aot (W_O zero)."""
     rng = np.random.default_rng(seed)
     r = 1 if qk == "rank1" else d_h
     qk_scale = (d * r) ** -0.25

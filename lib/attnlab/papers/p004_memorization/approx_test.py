@@ -7,7 +7,7 @@ import pytest
 
 from attnlab.papers.p004_memorization import approx as ap
 from attnlab.papers.p004_memorization import encoders as en
-from attnlab.papers.p004_memorization.construction import aot_forward, residual_stream
+from attnlab.papers.p004_memorization.constructions import aot_forward, residual_stream
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.core.attention import heads_to_replicas, last_query_attention
-from attnlab.core.replica import ReplicaModule, replica_generator
+from attnlab.core.replica import replica_generator, ReplicaModule, uniform_init
 
 PARAMS = ("paper", "repo")
 
@@ -114,11 +114,6 @@ def matched_mlp_width(d: int, H: int) -> int:
     return 2 * d * (H - 1)
 
 
-def _uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
-    bound = 1 / math.sqrt(fan_in)
-    return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
-
-
 class ReplicaAoT(ReplicaModule):
     """R one-layer AoTs in one program. forward(tokens [B,S]) -> logits [R,B,N]."""
 
@@ -176,22 +171,22 @@ class ReplicaAoT(ReplicaModule):
             self.place("E", r, torch.randn((c.N, c.d), generator=gen, dtype=torch.float64))
             self.place("P", r, torch.randn((c.S, c.d), generator=gen, dtype=torch.float64))
             for name in ("W_Q", "W_K", "W_V"):
-                self.place(name, r, _uniform(gen, (c.H, c.d_h, c.d), c.d))
-            self.place("W_O", r, _uniform(gen, (c.H, c.d, c.d_h), c.d_h))
+                self.place(name, r, uniform_init(gen, (c.H, c.d_h, c.d), c.d))
+            self.place("W_O", r, uniform_init(gen, (c.H, c.d, c.d_h), c.d_h))
         else:
-            self.place("E", r, _uniform(gen, (c.N, c.d), c.d))
-            self.place("P", r, _uniform(gen, (c.S, c.d_h), c.d_h))
+            self.place("E", r, uniform_init(gen, (c.N, c.d), c.d))
+            self.place("P", r, uniform_init(gen, (c.S, c.d_h), c.d_h))
             if c.compressed:
-                self.place("C", r, _uniform(gen, (c.d_h, c.d), c.d))
-                self.place("Dec", r, _uniform(gen, (c.d, c.d_h), c.d_h))
+                self.place("C", r, uniform_init(gen, (c.d_h, c.d), c.d))
+                self.place("Dec", r, uniform_init(gen, (c.d, c.d_h), c.d_h))
             for name in ("W_Q", "W_K", "W_V"):
-                self.place(name, r, _uniform(gen, (c.H, c.d_h, c.d_h), 4 * c.d_h / 6))
-            self.place("W_O", r, _uniform(gen, (c.H, c.d_h, c.d_h), c.d_h))
-        self.place("W_U", r, _uniform(gen, (c.N, c.d), c.d))
+                self.place(name, r, uniform_init(gen, (c.H, c.d_h, c.d_h), 4 * c.d_h / 6))
+            self.place("W_O", r, uniform_init(gen, (c.H, c.d_h, c.d_h), c.d_h))
+        self.place("W_U", r, uniform_init(gen, (c.N, c.d), c.d))
         if c.mlp_width:
-            self.place("W_1", r, _uniform(gen, (c.mlp_width, c.d), c.d))
-            self.place("b_1", r, _uniform(gen, (c.mlp_width,), c.d))
-            self.place("W_2", r, _uniform(gen, (c.d, c.mlp_width), c.mlp_width))
+            self.place("W_1", r, uniform_init(gen, (c.mlp_width, c.d), c.d))
+            self.place("b_1", r, uniform_init(gen, (c.mlp_width,), c.d))
+            self.place("W_2", r, uniform_init(gen, (c.d, c.mlp_width), c.mlp_width))
 
     def _heads(self, x_tab: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """Sum over each replica's heads of W_O^h W_V^h A^h over the token table x_tab [R,S,N,*]."""

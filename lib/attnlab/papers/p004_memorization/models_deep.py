@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn.functional as F
 
-from attnlab.core.replica import ReplicaModule, replica_generator
+from attnlab.core.replica import replica_generator, ReplicaModule, uniform_init
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,6 @@ class DeepConfig:
     def n_parameters(self) -> int:
         """Embeddings and unembedding d(S + 2N), per layer 4 d d_h H for the heads and 2 d w + w for the MLP."""
         return self.d * (self.S + 2 * self.N) + self.L * (4 * self.d * self.d_h * self.H + 2 * self.d * self.w + self.w)
-
-
-def _uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
-    bound = 1 / math.sqrt(fan_in)
-    return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
 
 
 class ReplicaDeep(ReplicaModule):
@@ -103,13 +98,13 @@ class ReplicaDeep(ReplicaModule):
         self.place("E", r, torch.randn((c.N, c.d), generator=gen, dtype=torch.float64))
         self.place("P", r, torch.randn((c.S, c.d), generator=gen, dtype=torch.float64))
         for name in ("W_Q", "W_K", "W_V"):
-            self.place(name, r, _uniform(gen, (c.L, c.H, c.d_h, c.d), c.d))
-        self.place("W_O", r, _uniform(gen, (c.L, c.H, c.d, c.d_h), c.d_h))
+            self.place(name, r, uniform_init(gen, (c.L, c.H, c.d_h, c.d), c.d))
+        self.place("W_O", r, uniform_init(gen, (c.L, c.H, c.d, c.d_h), c.d_h))
         if c.w > 0:
-            self.place("W_1", r, _uniform(gen, (c.L, c.w, c.d), c.d))
-            self.place("b_1", r, _uniform(gen, (c.L, c.w), c.d))
-            self.place("W_2", r, _uniform(gen, (c.L, c.d, c.w), c.w))
-        self.place("W_U", r, _uniform(gen, (c.N, c.d), c.d))
+            self.place("W_1", r, uniform_init(gen, (c.L, c.w, c.d), c.d))
+            self.place("b_1", r, uniform_init(gen, (c.L, c.w), c.d))
+            self.place("W_2", r, uniform_init(gen, (c.L, c.d, c.w), c.w))
+        self.place("W_U", r, uniform_init(gen, (c.N, c.d), c.d))
 
     def shapes(self, c: DeepConfig) -> dict[str, tuple[int, ...]]:
         """Replica c's unpadded parameter shapes (no MLP entries when w = 0)."""

@@ -11,6 +11,7 @@ from typing import Iterator
 import torch
 
 from attnlab.core.replica import replica_generator
+from . import encoders
 
 
 def lookup_table_task(N: int, S: int = 2, task_seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -41,3 +42,12 @@ def paper_batches(tokens: torch.Tensor, targets: torch.Tensor, batch_size: int, 
         for i in range(n_batches):
             idx = order[i * batch_size:(i + 1) * batch_size]
             yield tokens[idx], targets[idx]
+
+
+def conditional_distribution(N: int, S: int, alpha: float, pi_seed: int, prior: str = "uniform",
+                             exponent: float = 1.5):
+    """The distribution of Propositions 1-3 and Theorem 1 (eps > 0) over the T = N^S sequences: a prior
+    π(t) (uniform, or Zipf with `exponent`) and next-token conditionals π(·|t) ~ Dirichlet(alpha)."""
+    T = N**S
+    p = encoders.uniform_prior(T) if prior == "uniform" else encoders.zipf_prior(T, exponent, pi_seed)
+    return p, encoders.dirichlet_conditionals(T, N, alpha, pi_seed)

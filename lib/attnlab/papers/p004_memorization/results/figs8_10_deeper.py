@@ -1,55 +1,20 @@
-"""App. B.2 of paper 004, "Deeper Transformers" (Figs. 8-10): Experiments 1, 2 and 5 repeated with
-L layers instead of one.
-
-Fig. 8 (Exp. 1): accuracy against the number of heads H per layer, d = d_h (linear).
-Fig. 9 (Exp. 2): accuracy against the head dimension d_h at fixed d and H (quadratic).
-Fig. 10 (Exp. 5): the AoT against a Transformer with 1 head and an MLP of width w = 2d(H - 1) per
-layer, at matched parameter counts (the MLP is better early, then plateaus).
-
-The paper's text says 5 layers; the authors' code, CSVs and plot titles use 3 (erratum 10 of the
-digest). `layers` is a parameter: the full preset uses 3 as the code did; 5 is `-p layers 5`.
+"""Figs. 8-10 (App. B.2): deeper Transformers: accuracy against H, against d_h, and against 1 head + MLP.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from attnlab.core.claims import ClaimsTable
-from attnlab.core.experiment import Context, Experiment, MissingResult
+from attnlab.core.experiment import Context, Experiment
 from attnlab.core.fits import power_fit, presaturation
 from attnlab.core.params import Param, ParameterError
-from attnlab.core.progress import tqdm
-from attnlab.core.train import linear_lr, train_replicas
 
-from . import bounds
-from .experiments import TRAINING_PARAMS
-from .models_deep import DeepConfig, ReplicaDeep
-from .tasks import full_batches, lookup_table_task, paper_batches
+from .. import bounds
+from ..models_deep import DeepConfig
+from ..paper import FIG10_MLP_ACCURACY, FIG8_ACCURACY, FIG8_H, FIG9_ACCURACY, FIG9_D, FIG9_DH, FIG9_H, FIG9_SSE, PAPER_LAYERS_CODE
+from ..sweeps import mlp_width, train_deep_points, TRAINING_PARAMS
 
-# ---------------------------------------------------------------------------------------------
-# The paper's numbers (digest section 4, E8; from the authors' released CSVs: N = 70, 3 layers,
-# 2^9 x 2^7 samples, 8192 steps, constant lr 2.5e-3, mean of 5 seeds, last-100-batch accuracy).
-
-PAPER_LAYERS_TEXT, PAPER_LAYERS_CODE = 5, 3
-FIG8_H = [1, 5, 9, 13, 17, 21]
-FIG8_ACCURACY = {  # d = d_h: accuracy at H = 1, 5, ..., 21 heads per layer (the figure shows d = 10)
-    7: [0.066, 0.114, 0.152, 0.197, 0.240, 0.294],
-    10: [0.088, 0.177, 0.289, 0.383, 0.464, 0.543],
-    13: [0.114, 0.288, 0.434, 0.586, 0.696, 0.770],
-}
-FIG9_D, FIG9_H = 10, 21
-FIG9_DH = list(range(1, 11))
-FIG9_ACCURACY = [0.050, 0.060, 0.082, 0.126, 0.177, 0.238, 0.300, 0.374, 0.453, 0.545]
-FIG9_SSE = {"quadratic": 3.5e-4, "linear": 1.1e-2}
-FIG10_WIDTH_IN_D = [0, 8, 16, 24, 32, 40]  # w / d = 2(H - 1) for H = 1, 5, ..., 21
-FIG10_MLP_ACCURACY = {
-    7: [0.066, 0.139, 0.187, 0.227, 0.251, 0.304],
-    10: [0.090, 0.291, 0.399, 0.493, 0.528, 0.570],
-    13: [0.118, 0.452, 0.672, 0.728, 0.676, 0.710],
-}
-
-# ---------------------------------------------------------------------------------------------
 
 DEPTH = (
     Param("layers", "int", "layers L (the code: 3; the paper text: 5; the full preset: constant lr 2.5e-3)",
@@ -61,55 +26,10 @@ DEPTH = (
     Param("dh_list", "int_list", "Fig. 9: head dimensions d_h (each <= fig9_d)", min=1, max=1024),
 ) + TRAINING_PARAMS
 
-TRAIN_KEYS = ("N", "layers", "steps", "batch_size", "n_batches", "lr_start", "lr_end", "task_seed")
-
-
-def mlp_width(d: int, H: int) -> int:
-    """The MLP width that matches an AoT with H heads per layer: 4 d^2 (H - 1) = 2 d w (up to w biases)."""
-    return 2 * d * (H - 1)
-
-
-def _deep_config(cfg: dict, p: dict) -> DeepConfig:
-    return DeepConfig(cfg["N"], 2, cfg["layers"], p["d"], p["d_h"], p["H"], p["w"], p["seed"])
-
-
-def _train_deep_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
-    """Train every point (one replica each) not yet in the store, `chunk` replicas at a time.
-    Each stored row also holds the replica's accuracy before training (the random baseline)."""
-    cfg = ctx.config
-    keys = [{"model": "deep", "S": 2, **{k: cfg[k] for k in TRAIN_KEYS}, **p} for p in points]
-    found = {i: ctx.store.get(k) for i, k in enumerate(keys)}
-    todo = [i for i in found if found[i] is None]
-    if todo and ctx.readonly:
-        raise MissingResult(f"{len(todo)} of {len(keys)} points are not in {ctx.store.dir}")
-    # Similar sizes share a program (less padding); MLP replicas together (the MLP runs on them only).
-    todo.sort(key=lambda i: (points[i]["w"] > 0, points[i]["H"], points[i]["d"], points[i]["d_h"], points[i]["w"]))
-    tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
-    tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
-    chunks = [todo[i:i + cfg["chunk"]] for i in range(0, len(todo), cfg["chunk"])]
-    for chunk in tqdm(chunks, desc=desc, disable=not ctx.progress or len(chunks) < 2):
-        model = ReplicaDeep([_deep_config(cfg, points[i]) for i in chunk], device=ctx.device)
-        with torch.no_grad():
-            acc0 = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
-        if cfg["batch_size"] == 0:
-            batches, spe = full_batches(tokens, targets), 1
-        else:
-            batches = paper_batches(tokens, targets, cfg["batch_size"], cfg["n_batches"], cfg["task_seed"])
-            spe = cfg["n_batches"]
-        log = train_replicas(model, batches, cfg["steps"], linear_lr(cfg["lr_start"], cfg["lr_end"], cfg["steps"], spe),
-                             progress=ctx.progress, desc=f"{len(chunk)} replicas")
-        with torch.no_grad():
-            acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
-        for r, i in enumerate(chunk):
-            found[i] = row = {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
-                              "untrained_accuracy": acc0[r], "final_loss": log.final_loss[r],
-                              "steps": log.steps_trained[r]}
-            ctx.store.put(keys[i], row, seconds=log.seconds / len(chunk), device=str(ctx.device))
-            ctx.store.computed += 1
-    return [{**p, **found[i]} for i, p in enumerate(points)]
-
 
 def compute_depth(ctx: Context) -> dict:
+    """Trains L-layer AoTs over (d, H), over d_h, and 1-head + MLP models of matched width; the result
+    holds the per-model accuracies, the untrained accuracy and the Figs. 8-10 curves with their fits."""
     cfg = ctx.config
     bad = [dh for dh in cfg["dh_list"] if dh > cfg["fig9_d"]]
     if bad:
@@ -121,7 +41,7 @@ def compute_depth(ctx: Context) -> dict:
     fig10 = [{"d": d, "d_h": d, "H": 1, "w": mlp_width(d, H)} for d in cfg["d_list"] for H in cfg["H_list"]]
     unique = list({tuple(sorted(p.items())): p for p in fig8 + fig9 + fig10}.values())  # H = 1 is w = 0
     points = [{**p, "seed": s} for p in unique for s in seeds]
-    rows = _train_deep_points(ctx, points, "Figs. 8-10 sweep")
+    rows = train_deep_points(ctx, points, "Figs. 8-10 sweep")
     metric = "accuracy" if cfg["batch_size"] == 0 else "tail_batch_accuracy"
     return {"config": cfg, "metric": metric, "points": rows,
             "untrained_accuracy": float(np.mean([r["untrained_accuracy"] for r in rows])),
@@ -244,21 +164,21 @@ def _paper_scale_claims(t: ClaimsTable, full: dict | None) -> None:
           tolerance="± 0.05", asserted=False)
 
 
-EXPERIMENTS = [
+EXPERIMENTS = (
     Experiment(
-        id="004-memorization/figs8-10-deeper",
-        label="Figs. 8–10 (App. B.2)",
-        title="Deeper Transformers: accuracy against H, against d_h, and against 1 head + MLP",
-        params=DEPTH,
-        presets={
-            "ci": dict(N=30, layers=3, d_list=[6], H_list=[1, 3, 5, 7], fig9_d=6, fig9_H=7,
-                       dh_list=[1, 2, 3, 4, 5, 6], seeds=1, steps=300, batch_size=0, n_batches=1,
-                       lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
-            "full": dict(N=70, layers=PAPER_LAYERS_CODE, d_list=[7, 10, 13], H_list=FIG8_H, fig9_d=FIG9_D,
-                         fig9_H=FIG9_H, dh_list=FIG9_DH, seeds=5, steps=8192, batch_size=512, n_batches=128,
-                         lr_start=2.5e-3, lr_end=2.5e-3, task_seed=0, chunk=64),
-        },
-        compute=compute_depth,
-        summary="With 3 layers, accuracy is still linear in H; 1 head + MLP per layer is better early, then plateaus.",
-    ),
-]
+            id="004-memorization/figs8-10-deeper",
+            label="Figs. 8–10 (App. B.2)",
+            title="Deeper Transformers: accuracy against H, against d_h, and against 1 head + MLP",
+            params=DEPTH,
+            presets={
+                "ci": dict(N=30, layers=3, d_list=[6], H_list=[1, 3, 5, 7], fig9_d=6, fig9_H=7,
+                           dh_list=[1, 2, 3, 4, 5, 6], seeds=1, steps=300, batch_size=0, n_batches=1,
+                           lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
+                "full": dict(N=70, layers=PAPER_LAYERS_CODE, d_list=[7, 10, 13], H_list=FIG8_H, fig9_d=FIG9_D,
+                             fig9_H=FIG9_H, dh_list=FIG9_DH, seeds=5, steps=8192, batch_size=512, n_batches=128,
+                             lr_start=2.5e-3, lr_end=2.5e-3, task_seed=0, chunk=64),
+            },
+            compute=compute_depth,
+            summary="With 3 layers, accuracy is still linear in H; 1 head + MLP per layer is better early, then plateaus.",
+        ),
+)

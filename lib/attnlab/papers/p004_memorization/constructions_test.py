@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from attnlab.papers.p004_memorization.construction import (
+from attnlab.papers.p004_memorization.constructions import (
     AoTWeights,
     aot_forward,
     attention_feature_rank,

@@ -1,0 +1,13 @@
+"""Paper 003: Allocation of Parameters in Transformers (anonymous).
+
+Its chapters are the modules of `results/` (one per chapter; BOOK_ORDER is the paper's
+order, which the registry, the toc and the overview follow).
+"""
+
+ID = "003-allocation"
+TITLE = "Allocation of Parameters in Transformers"
+AUTHORS = "Anonymous (under double-blind review)"
+VENUE = "preprint under review"
+URL = "https://arxiv.org/abs/2506.05678"
+
+BOOK_ORDER: tuple[str, ...] = ()
