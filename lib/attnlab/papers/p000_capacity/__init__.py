@@ -10,4 +10,6 @@ AUTHORS = "Micah Adler"
 VENUE = "arXiv preprint, 2025"
 URL = "https://arxiv.org/abs/2509.22840"
 
-BOOK_ORDER: tuple[str, ...] = ()
+BOOK_ORDER: tuple[str, ...] = (
+    "construction-one-hot",
+)
