@@ -25,7 +25,8 @@ book: $(STAMP)
 	$(BIN)/attnlab book --jobs 2
 
 # Unit tests, nbval over every executed notebook in book/ (2 workers, claims tables compared)
-# and a strict book build (tests/test_book_build.py). Results are recomputed in a fresh store.
+# and a strict book build (tests/test_book.py::test_strict_book_build). Results are recomputed in a
+# fresh store.
 test: $(STAMP)
 	ATTNLAB_STORE=$$(mktemp -d) $(BIN)/python -m pytest -n 2 --dist loadfile --nbval-lax \
 		--durations=15 lib tests book

@@ -8,7 +8,7 @@ import sys
 
 import nbformat
 
-from attnlab.core.experiment import registry
+from attnlab.papers import registry
 from attnlab.notebooks import CI_BUDGET_S, TIMINGS, check, claims_of
 from conftest import REPO
 

@@ -16,6 +16,10 @@ from .params import COMMON, Param, resolve
 from .store import REPO_ROOT, ResultStore, default_root
 
 
+# Parameters that say how a run is executed, not what it computes: they may differ from the preset.
+OPERATIONAL = frozenset({"scale", "device", "chunk", "time_limit", "checkpoint_every"})
+
+
 @dataclass(frozen=True)
 class Experiment:
     """A paper result. `id` is '<paper folder>/<result slug>', e.g. '004-memorization/fig1a-accuracy-vs-heads'."""
@@ -43,6 +47,11 @@ class Experiment:
     def config(self, scale: str = "ci", **overrides: Any) -> dict[str, Any]:
         """The validated config: preset of `scale` with overrides (None keeps the preset value)."""
         return resolve(self.params, self.presets, scale, overrides, where=self.id)
+
+    def differs_from_preset(self, config: Mapping[str, Any], scale: str = "full") -> list[str]:
+        """The parameters (other than OPERATIONAL ones) whose value in `config` is not the preset's."""
+        preset = self.config(scale)
+        return sorted(k for k in preset if k not in OPERATIONAL and config.get(k) != preset[k])
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -116,6 +125,11 @@ class Context:
     progress: bool = True
     readonly: bool = False  # True: never compute, raise MissingResult instead
 
+    @property
+    def run_info(self) -> dict:
+        """The provenance of a stored unit: which result, at which scale, with which config."""
+        return {"result": self.experiment.id, "scale": self.config["scale"], "config": self.config}
+
     def unit(self, key: dict, compute: Callable[[], Any]) -> Any:
         """The stored result of one unit of work `key`; if absent, `compute()` it (timed) and store
         it, or raise MissingResult when the context is read-only."""
@@ -126,7 +140,7 @@ class Context:
             raise MissingResult(f"{key} is not in {self.store.dir}")
         start = time.perf_counter()
         result = compute()
-        self.store.put(key, result, seconds=time.perf_counter() - start, device=str(self.device))
+        self.store.put(key, result, seconds=time.perf_counter() - start, device=str(self.device), run=self.run_info)
         self.store.computed += 1
         return result
 
@@ -146,7 +160,7 @@ class Context:
         if missing and self.readonly:
             raise MissingResult(f"{len(missing)} of {len(keys)} units are not in {self.store.dir}")
         for i, result, seconds in compute(missing) if missing else ():
-            self.store.put(keys[i], result, seconds=seconds, device=str(self.device))
+            self.store.put(keys[i], result, seconds=seconds, device=str(self.device), run=self.run_info)
             self.store.computed += 1
             found[i] = result
         return [found[i] for i in range(len(keys))]

@@ -149,14 +149,17 @@ class ResultStore:
         self.hits += 1
         return entry["result"]
 
-    def put(self, config: dict, result: Any, seconds: float | None = None, device: str = "") -> Path:
-        """Write atomically: a reader sees the old entry, or the whole new one."""
+    def put(self, config: dict, result: Any, seconds: float | None = None, device: str = "",
+            run: dict | None = None) -> Path:
+        """Write atomically: a reader sees the old entry, or the whole new one. `run`: the scale and
+        config of the run that computed it (provenance: a results/full entry must come from the full preset)."""
         path = self.path(config)
         path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"config": config, "result": result, "checksum": _checksum(result),
                  "provenance": {"commit": git_commit(), "device": device, "seconds": seconds,
                                 "host": platform.node(), "python": platform.python_version(),
-                                "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}}
+                                "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                                **({"run": run} if run else {})}}
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w") as f:
