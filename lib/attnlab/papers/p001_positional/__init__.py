@@ -10,4 +10,6 @@ AUTHORS = "Artur Back de Luca, George Giapitzakis, Shenghao Yang, Petar Veličko
 VENUE = "ICML 2025"
 URL = "https://arxiv.org/abs/2410.01686"
 
-BOOK_ORDER: tuple[str, ...] = ()
+BOOK_ORDER: tuple[str, ...] = (
+    "hardmax-softmax-patterns",
+)
