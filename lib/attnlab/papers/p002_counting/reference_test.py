@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnlab.papers.p002_counting.models import VARIANTS, CountingWeights, forward, has_bos, n_params
+from attnlab.core.params import ParameterError
+from attnlab.papers.p002_counting.reference import (VARIANTS, CountingWeights, forward, has_bos, n_params,
+                                                      parse_variants)
 
 
 def _random(variant, T=6, L=5, d=4, p=3, seed=0):
@@ -58,3 +60,11 @@ def test_shape_errors():
         forward(w, np.full((2, w.L), w.T))
     with pytest.raises(ValueError, match="variant"):
         CountingWeights("attn", w.emb, w.W1, w.b1, w.W2, w.b2)
+
+
+def test_parse_variants_rejects_unknown_and_repeated_names():
+    assert parse_variants(" bos+sftm, dot ") == ["bos+sftm", "dot"]
+    assert parse_variants("all") == list(VARIANTS)
+    for bad in ("dot, dot", "attention", ""):
+        with pytest.raises(ParameterError):
+            parse_variants(bad)
