@@ -10,4 +10,7 @@ AUTHORS = "Anonymous (under double-blind review)"
 VENUE = "preprint under review"
 URL = "https://arxiv.org/abs/2506.05678"
 
-BOOK_ORDER: tuple[str, ...] = ()
+BOOK_ORDER: tuple[str, ...] = (
+    "thm41-tradeoff-bound",
+    "allocation-rule",
+)
