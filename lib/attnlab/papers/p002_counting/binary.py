@@ -1,5 +1,5 @@
 """App. B.3.1 of paper 002 (§5.2): the bos+sftm construction (p = 1) with binary token codes and
-an inverse temperature κ, in float64 through `models.forward` (float32 via `gamma_float32`).
+an inverse temperature κ, in float64 through `reference.forward` (float32 via `gamma_float32`).
 
     codes      v_t = bin(t) / ||bin(t)||, t = 1 .. T, in d' = ceil(log2(T + 1)) dims (eq. 76,
                normalised by the norm: digest §10.8); bin(0) is left to BOS
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .constructions import Readout, readout
-from .models import CountingWeights, forward
+from .reference import CountingWeights, forward
 from .tasks import hist
 
 VARIANTS = ("d'+2", "d'+1")

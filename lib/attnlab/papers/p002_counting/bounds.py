@@ -407,3 +407,17 @@ def evaluate(model: str, V: np.ndarray, L: int, X_sample: np.ndarray, alpha: flo
     plo, pup = c.paper_ranges(M)
     out["inside_paper_ranges"] = bool(np.all(lo >= plo[:-1] - 1e-12) and np.all(up <= pup[:-1] + 1e-12))
     return out
+
+
+def theory_bounds(variant: str, T: int, L: int) -> dict[str, float | tuple[float, int]]:
+    """The §5.2 sufficient bounds on d that concern a counting `variant` (the phase diagrams' red
+    lines, `plots.phase_heatmap`'s d_bounds): a bound proven for p = T applies from p = T on, as
+    (d, T); one for p = 1 across the whole width, as d."""
+    if variant in ("lin", "lin+sftm"):
+        return {"eq. 50 (p = T)": (min_d_formula("lin", T, L), T)}
+    if variant in ("dot", "bos"):
+        return {"eq. 62 (p = 1)": min_d_formula("dot_p1", T, L),
+                "eq. 72 (p = T)": (min_d_formula("dot_pT", T, L), T)}
+    if variant == "bos+sftm":
+        return {"eq. 93 (p = 1)": min_d_formula("softmax_binary", T, L)}
+    return {"eq. 93 (p = T)": (min_d_formula("softmax_binary", T, L), T)}  # dot+sftm (B.3.2, sketched)

@@ -186,3 +186,10 @@ def test_dot_pT_one_sided_range():
 def test_alpha_validation():
     with pytest.raises(ValueError, match="alpha"):
         b.frame_construction("dot_p1", np.eye(4), 10, alpha=0.5)
+
+
+def test_theory_bounds_are_the_papers_numbers_at_T32_L10():
+    assert b.theory_bounds("lin", 32, 10) == {"eq. 50 (p = T)": (29, 32)}
+    assert b.theory_bounds("dot", 32, 10) == {"eq. 62 (p = 1)": 30, "eq. 72 (p = T)": (12, 32)}
+    assert b.theory_bounds("bos+sftm", 32, 10) == {"eq. 93 (p = 1)": 8}
+    assert b.theory_bounds("dot+sftm", 32, 10) == {"eq. 93 (p = T)": (8, 32)}

@@ -1,6 +1,6 @@
 """The d = T constructions of paper 002, App. A, and the readout of App. A.4 (Fig. 8), in float64.
 
-Every construction is a `CountingWeights` for `models.forward`, built from an orthonormal set
+Every construction is a `CountingWeights` for `reference.forward`, built from an orthonormal set
 Ẽ = (ẽ_1 .. ẽ_T) in R^d (d >= T; the first T axes, or a random rotation of them), and comes with
 the closed form of its hidden scalar gamma(k) (eq. 12: the sum of the ReLU activations), where
 k = hist_x(l). The readout maps gamma(k) to class k with one linear layer (App. A.4).
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .models import VARIANTS, CountingWeights, forward, softmax
+from .reference import VARIANTS, CountingWeights, forward, softmax
 from .tasks import hist
 
 E = np.e

@@ -9,7 +9,7 @@ from attnlab.papers.p002_counting.constructions import (
     build, check, dot_sftm_count, embedding_gram_values, gamma_closed_form, paper_dot_readout, readout,
     readout_margin, softmax_counter_direction,
 )
-from attnlab.papers.p002_counting.models import VARIANTS, forward
+from attnlab.papers.p002_counting.reference import VARIANTS, forward
 from attnlab.papers.p002_counting.tasks import all_sequences, hist, sample_code, two_token_sequences
 
 BUILDS = [(v, lv) for v in VARIANTS for lv in (("appendix", "main") if v.startswith("lin") else ("appendix",))]

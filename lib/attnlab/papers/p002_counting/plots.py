@@ -1,5 +1,6 @@
 """Plots shared by the paper-002 chapters: categorical phase diagrams over (d, p) (Figs. 1,
-10-14) and accuracy against parameter count (Fig. 2).
+10-14; `plot_phase_row` draws a row of them from a `sweeps.sweep_grid` result) and accuracy
+against parameter count (Fig. 2, `plot_params`).
 
 Unlike the authors' `pcolor(p + 1, d + 1, values)`, which drops the last row and column and
 offsets the cells, every (d, p) of the grid is one cell here, labelled by its value.
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib import pyplot as plt
+
+from .sweeps import grids, running_best
 
 
 def _boundary(values: list[int], threshold: float) -> float:
@@ -71,8 +74,6 @@ def accuracy_vs_params(ax, rows_by_variant: dict[str, list[dict]], colors: dict[
                        floor: float | None = None, title: str = "") -> None:
     """Fig. 2: one point per run (final accuracy against trainable parameters, log x) and the
     running best line per variant. floor: the majority baseline, drawn dotted."""
-    from .sweeps import running_best
-
     colors = colors or {"lin": "tab:blue", "lin+sftm": "tab:blue", "dot": "tab:red", "dot+sftm": "tab:red",
                         "bos": "tab:orange", "bos+sftm": "tab:orange"}
     for v, rows in rows_by_variant.items():
@@ -89,6 +90,29 @@ def accuracy_vs_params(ax, rows_by_variant: dict[str, list[dict]], colors: dict[
     ax.legend(fontsize=8)
     if title:
         ax.set_title(title, fontsize=10)
+
+
+def plot_phase_row(axes, sweep: dict, variants, field: str = "mean", bounds_lines: bool = True, title: str = ""):
+    """One heat map per variant of a `sweeps.sweep_grid` result: field 'mean' (Fig. 1, with stars
+    and dots), 'best' (Fig. 10) or 'std' (Fig. 11). Returns the last image (for a colour bar)."""
+    im = None
+    for ax, v in zip(axes, variants):
+        g = grids(sweep, v)
+        kw = dict(T=sweep["T"], title=f"{v}{title}")
+        if field == "mean":
+            kw.update(stars=g["stars"], dots=g["dots"])
+        if bounds_lines and field != "std":
+            kw["d_bounds"] = {k: tuple(b) if isinstance(b, list) else b for k, b in sweep["bounds"][v].items()}
+        if field == "std":
+            kw.update(vmin=0.0, vmax=0.3, cmap="magma")
+        im = phase_heatmap(ax, g[field], sweep["d_list"], sweep["p_list"], **kw)
+    return im
+
+
+def plot_params(ax, sweep: dict, variants, title: str = "") -> None:
+    """Fig. 2: final accuracy of every run of a `sweeps.sweep_grid` result against its parameter
+    count, running best per variant, majority baseline 2/L."""
+    accuracy_vs_params(ax, {v: sweep["rows"][v] for v in variants}, floor=sweep["majority"], title=title)
 
 
 def new_figure(n_panels: int, width: float = 4.2, height: float = 3.6):

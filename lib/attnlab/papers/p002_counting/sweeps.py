@@ -1,8 +1,11 @@
 """Replica-batched training sweeps over (d, p) for paper 002 (§4's protocol; Figs. 1, 2, 10-14).
 
-`run_sweep` trains every (d, p, seed) of one variant that is not yet in the result store. One
-stored entry per trained model (its config and the training protocol are the key), so a rerun
-resumes and a larger grid reuses the points it shares with a smaller one.
+`run_sweep` trains every (d, p, seed) of one variant that is not yet in the result store
+(`Context.units`). One stored entry per trained model (its config and the training protocol are
+the key), so a rerun resumes and a larger grid reuses the points it shares with a smaller one.
+`sweep_grid` runs it over the (d, p) grid of several variants (the phase diagrams), `train_seeds`
+over the seeds of one model (the introspection chapters); `grid_array`, `grids`, `running_best`
+and `min_params_reaching` reduce the rows.
 
 Models are grouped into tensor programs by MLP width: padding every replica to the largest p of
 its program costs R · p_max, so widths are bucketed by ⌈log₄ p⌉ (p ≤ 4, 5-16, 17-64, 65-256).
@@ -25,14 +28,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnlab.core.experiment import Context, Incomplete, MissingResult
+from attnlab.core.experiment import Context, Incomplete
 from attnlab.core.hashing import derive_seed, stable_hash
 from attnlab.core.params import Param
 from attnlab.core.progress import tqdm
 from attnlab.core.train import MaskedAdam
 
-from .models import CountingWeights
-from .train_models import CountingConfig, ReplicaCounting, counting_batches, eval_tokens, train_counting
+from . import bounds, paper
+from .models import CountingConfig, ReplicaCounting, counting_batches, eval_tokens, train_counting
+from .reference import CountingWeights
 
 
 # Training parameters shared by the sweep chapters (each adds its grid parameters).
@@ -52,6 +56,10 @@ TRAINING_PARAMS = (
           "initialisation only; cheap at CI scale) instead of the paper's independent runs"),
 )
 
+# The `full` presets: the paper's protocol as independent runs, checkpointed every 20,000 steps and
+# stopped at a checkpoint after 7 minutes (a rerun resumes).
+FULL_TRAINING = dict(**paper.PROTOCOL, checkpoint_every=20_000, time_limit=7.0, joint=False)
+
 
 @dataclass(frozen=True)
 class Protocol:
@@ -61,7 +69,7 @@ class Protocol:
     batch_size: int
     lr: float
     lr_end: float
-    eval_n: int = 3000
+    eval_n: int = paper.EVAL_N
     eval_every: int = 0
     sampler: str = "code"
     frozen_embeddings: bool = False  # App. D.3: embeddings fixed at random N(0, I/d) vectors
@@ -114,7 +122,7 @@ def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol,
     if proto.frozen_embeddings:
         _freeze_embeddings(model)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = MaskedAdam(params, betas=(0.9, 0.98), eps=1e-9)
+    opt = MaskedAdam(params, betas=paper.ADAM_BETAS, eps=paper.ADAM_EPS)
     ev = eval_tokens(T, L, n=proto.eval_n, device=ctx.device)
     lr = lambda s: proto.lr + (proto.lr_end - proto.lr) * s / max(1, proto.steps - 1)  # noqa: E731
     done, evals, curve, seconds = 0, [], [], 0.0
@@ -181,30 +189,59 @@ def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, in
     cfg = ctx.config
     configs = [CountingConfig(variant, T, L, d, p, s) for (d, p) in dp for s in seeds]
     key_of = (lambda c: {**_key(c, proto), "joint": data_seed}) if joint else (lambda c: _key(c, proto))
-    found, todo = {}, []
-    for c in configs:
-        row = ctx.store.get(key_of(c))
-        if row is None:
-            todo.append(c)
-        else:
-            found[c] = row
-    if todo and ctx.readonly:
-        raise MissingResult(f"{len(todo)} {variant} models are not in {ctx.store.dir}")
-    limit = cfg.get("time_limit") or 0
-    deadline = time.time() + 60 * limit if limit else None
-    groups: dict[tuple[int, int], list[CountingConfig]] = {}
-    for c in todo:  # one program per (p bucket, seed): different seeds see different data
-        groups.setdefault((0, -1) if joint else (p_bucket(c.p), c.seed), []).append(c)
-    for (_, seed), group in tqdm(sorted(groups.items()), desc=f"{variant} programs", disable=not ctx.progress
-                                 or len(groups) < 2):
-        keys = [key_of(c) for c in group]
-        stream = derive_seed({"data": data_seed, "joint": True}, 0) if joint else derive_seed({"data": data_seed}, seed)
-        rows = _train_program(ctx, group, proto, keys, stream, cfg, deadline)
-        for c, key, row in zip(group, keys, rows):
-            ctx.store.put(key, row, seconds=row["seconds"], device=str(ctx.device))
-            ctx.store.computed += 1
-            found[c] = row
-    return [{"variant": variant, "d": c.d, "p": c.p, "seed": c.seed, **found[c]} for c in configs]
+    keys = [key_of(c) for c in configs]
+
+    def train(missing: list[int]):
+        """Train the missing models, one program per (p bucket, seed) (different seeds see
+        different data), or all in one program when joint; yield each row as its program ends."""
+        limit = cfg.get("time_limit") or 0
+        deadline = time.time() + 60 * limit if limit else None
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i in missing:
+            c = configs[i]
+            groups.setdefault((0, -1) if joint else (p_bucket(c.p), c.seed), []).append(i)
+        for (_, seed), group in tqdm(sorted(groups.items()), desc=f"{variant} programs", disable=not ctx.progress
+                                     or len(groups) < 2):
+            stream = derive_seed({"data": data_seed, "joint": True}, 0) if joint else derive_seed({"data": data_seed}, seed)
+            rows = _train_program(ctx, [configs[i] for i in group], proto, [keys[i] for i in group], stream, cfg,
+                                  deadline)
+            for i, row in zip(group, rows):
+                yield i, row, row["seconds"]
+
+    found = ctx.units(keys, train)
+    return [{"variant": variant, "d": c.d, "p": c.p, "seed": c.seed, **row} for c, row in zip(configs, found)]
+
+
+def sweep_grid(ctx: Context, variants, T: int, L: int, d_list: list[int], p_list: list[int],
+               seeds: list[int]) -> dict:
+    """Train (or load) the (d, p, seed) grid of every variant at (T, L) with the protocol of
+    ctx.config (Figs. 1, 2, 10-14). Returns T, L, d_list, p_list, seeds, majority (2/L), rows
+    {variant: [{d, p, seed, final_accuracy, best_accuracy, n_params}]} (no curves) and bounds
+    {variant: the §5.2 bounds of `bounds.theory_bounds`, tuples as lists}."""
+    proto = Protocol.from_config(ctx.config)
+    dp = [(d, p) for d in d_list for p in p_list]
+    rows = {}
+    for v in variants:
+        got = run_sweep(ctx, v, T, L, dp, seeds, proto, joint=ctx.config.get("joint", False))
+        rows[v] = [{k: r[k] for k in ("d", "p", "seed", "final_accuracy", "best_accuracy", "n_params")} for r in got]
+    return {"T": T, "L": L, "d_list": list(d_list), "p_list": list(p_list), "seeds": list(seeds),
+            "majority": 2 / L, "rows": rows,
+            "bounds": {v: {k: list(b) if isinstance(b, tuple) else b for k, b in bounds.theory_bounds(v, T, L).items()}
+                       for v in variants}}
+
+
+def train_seeds(ctx: Context, variant: str, T: int, L: int, d: int, p: int, seeds: list[int], proto: Protocol, *,
+                batched: bool, data_seed: int = 0) -> list[dict]:
+    """Train (or load from the store) one model per seed, with weights (proto.keep_weights), for
+    the introspection chapters.
+
+    batched=False: one program and one data stream per seed (the paper's independent runs).
+    batched=True: one replica-batched program for all seeds, which all see the same
+    mini-batches (initialisations differ; the CI shortcut: one program costs about a quarter of
+    the separate ones on one CPU thread). Rows as `run_sweep` returns them."""
+    if not proto.keep_weights:
+        raise ValueError("train_seeds is for introspection: pass a Protocol with keep_weights=True")
+    return run_sweep(ctx, variant, T, L, [(d, p)], list(seeds), proto, data_seed=data_seed, joint=batched)
 
 
 def grid_array(rows: list[dict], d_list: list[int], p_list: list[int], field: str = "final_accuracy",
@@ -225,6 +262,17 @@ def running_best(rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     order = sorted(rows, key=lambda r: (r["n_params"], -r["final_accuracy"]))
     n = np.array([r["n_params"] for r in order])
     return n, np.maximum.accumulate(np.array([r["final_accuracy"] for r in order]))
+
+
+def grids(sweep: dict, variant: str) -> dict[str, np.ndarray]:
+    """The per-cell arrays of Figs. 1, 10, 11 from a `sweep_grid` result: mean / std (over seeds)
+    of the final accuracy, best accuracy (max over seeds and evals), and the star / dot masks of
+    Fig. 1 (some run reached 100% / ≥ 99% at some eval)."""
+    rows, d, p = sweep["rows"][variant], sweep["d_list"], sweep["p_list"]
+    best = grid_array(rows, d, p, "best_accuracy", "max")
+    return {"mean": grid_array(rows, d, p, "final_accuracy", "mean"),
+            "std": grid_array(rows, d, p, "final_accuracy", "std"),
+            "best": best, "stars": best >= 1.0, "dots": (best >= 0.99) & (best < 1.0)}
 
 
 def min_params_reaching(rows: list[dict], threshold: float) -> int | None:

@@ -4,14 +4,15 @@ import pytest
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.store import ResultStore
 
-from .sweeps import Incomplete, Protocol, grid_array, p_bucket, run_sweep, running_best, weights_from_json
+from .sweeps import Incomplete, Protocol, grid_array, grids, p_bucket, run_sweep, running_best, weights_from_json
 
 T, L = 6, 4
 
 
 def ctx(tmp_path, **cfg):
     exp = Experiment("002-counting/test", "", "", (), {}, lambda c: {})
-    return Context(exp, {"checkpoint_every": 0, "time_limit": 0, **cfg}, ResultStore(tmp_path, "t"), "cpu", False)
+    config = {"scale": "ci", "checkpoint_every": 0, "time_limit": 0, **cfg}
+    return Context(exp, config, ResultStore(tmp_path, "t"), "cpu", False)
 
 
 def test_p_bucket():
@@ -70,3 +71,30 @@ def test_running_best_is_monotone():
     rows = [{"n_params": n, "final_accuracy": a} for n, a in [(30, 0.5), (10, 0.7), (20, 0.6), (40, 0.9)]]
     n, best = running_best(rows)
     assert n.tolist() == [10, 20, 30, 40] and best.tolist() == [0.7, 0.7, 0.7, 0.9]
+
+
+def test_joint_program_replicas_are_independent_and_stored(tmp_path):
+    proto = Protocol(steps=20, batch_size=16, lr=1e-2, lr_end=1e-3, eval_n=200)
+    c = ctx(tmp_path / "a")
+    rows = run_sweep(c, "bos+sftm", T, L, [(3, 2), (7, 8)], [0, 1], proto, joint=True)
+    assert c.store.computed == 4 and [(r["d"], r["p"], r["seed"]) for r in rows][:2] == [(3, 2, 0), (3, 2, 1)]
+    alone = run_sweep(ctx(tmp_path / "b"), "bos+sftm", T, L, [(7, 8)], [1], proto, joint=True)
+    assert alone[0]["final_accuracy"] == rows[3]["final_accuracy"]
+    np.testing.assert_allclose(alone[0]["loss_curve"], rows[3]["loss_curve"], rtol=1e-4, atol=1e-5)
+    c2 = ctx(tmp_path / "a")
+    again = run_sweep(c2, "bos+sftm", T, L, [(3, 2), (7, 8)], [0, 1], proto, joint=True)
+    assert c2.store.computed == 0 and again == rows
+    other = run_sweep(ctx(tmp_path / "a"), "bos+sftm", T, L, [(7, 8)], [1], proto, joint=True, data_seed=1)
+    assert other[0]["loss_curve"] != rows[3]["loss_curve"]  # another data stream is another key
+
+
+def test_grids_reduce_over_seeds_and_mark_stars_and_dots():
+    rows = [{"d": d, "p": p, "seed": s, "final_accuracy": a, "best_accuracy": b}
+            for d, p, s, a, b in [(1, 1, 0, 0.2, 0.3), (1, 1, 1, 0.4, 0.5), (2, 1, 0, 0.99, 1.0), (2, 1, 1, 0.97, 0.98),
+                                  (1, 4, 0, 0.9, 0.995), (1, 4, 1, 0.9, 0.9)]]
+    g = grids({"rows": {"dot": rows}, "d_list": [1, 2], "p_list": [1, 4]}, "dot")
+    np.testing.assert_allclose(g["mean"][0], [0.3, 0.9])
+    np.testing.assert_allclose(g["std"][0, 0], 0.1)
+    assert np.isnan(g["mean"][1, 1])  # (2, 4) was not trained
+    assert g["stars"].tolist() == [[False, False], [True, False]]
+    assert g["dots"].tolist() == [[False, True], [False, False]]

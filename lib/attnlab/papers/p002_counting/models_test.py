@@ -4,10 +4,10 @@ import torch
 
 from attnlab.core.train import linear_lr
 
-from . import models
+from . import reference
+from .models import (CountingConfig, ReplicaCounting, counting_accuracy, counting_batches, eval_tokens,
+                     train_counting)
 from .tasks import hist, sample
-from .train_models import (CountingConfig, ReplicaCounting, counting_accuracy, counting_batches, eval_tokens,
-                           train_counting)
 
 T, L = 8, 6
 GRID = [(1, 1), (2, 8), (5, 3), (8, 16), (12, 2), (16, 5)]  # (d, p), sizes differ in both
@@ -17,7 +17,7 @@ def configs(variant, seed=0):
     return [CountingConfig(variant, T, L, d, p, seed=seed + i % 2) for i, (d, p) in enumerate(GRID)]
 
 
-@pytest.mark.parametrize("variant", models.VARIANTS)
+@pytest.mark.parametrize("variant", reference.VARIANTS)
 def test_forward_equals_reference_on_the_same_weights(variant):
     torch.manual_seed(0)
     m = ReplicaCounting(configs(variant), dtype=torch.float64)
@@ -28,7 +28,7 @@ def test_forward_equals_reference_on_the_same_weights(variant):
     logits = m(torch.from_numpy(x)).detach().numpy()
     assert logits.shape == (len(GRID), 200, L, L + 1)
     for r in range(m.R):
-        ref = models.forward(m.weights(r), x)["logits"]
+        ref = reference.forward(m.weights(r), x)["logits"]
         np.testing.assert_allclose(logits[r], ref, rtol=0, atol=1e-11 * max(1.0, np.abs(ref).max()))
 
 
@@ -38,7 +38,7 @@ def test_forward_differs_between_variants():
     c = CountingConfig("dot", T, L, 8, 8)
     m = ReplicaCounting([c], dtype=torch.float64)
     w = m.weights(0)
-    out = models.forward(models.CountingWeights("dot+sftm", w.emb, w.W1, w.b1, w.W2, w.b2, W_Q=w.W_Q, W_K=w.W_K),
+    out = reference.forward(reference.CountingWeights("dot+sftm", w.emb, w.W1, w.b1, w.W2, w.b2, W_Q=w.W_Q, W_K=w.W_K),
                          x.numpy())["logits"]
     assert np.abs(out - m(x).detach().numpy()[0]).max() > 1e-3
 
@@ -72,7 +72,7 @@ def test_padded_entries_stay_zero_and_receive_no_gradient():
         assert (prm.detach()[mask == 0] == 0).all()
 
 
-@pytest.mark.parametrize("variant", models.VARIANTS)
+@pytest.mark.parametrize("variant", reference.VARIANTS)
 def test_parameter_count_formula_matches_tensors(variant):
     m = ReplicaCounting(configs(variant))
     for r, c in enumerate(m.configs):
@@ -97,7 +97,7 @@ def test_bos_output_drops_the_bos_position_and_accuracy_uses_hist():
     x = torch.from_numpy(sample("code", 100, T, L, seed=2))
     assert m(x).shape == (1, 100, L, L + 1)
     acc = counting_accuracy(m, x).item()
-    ref = float((models.forward(m.weights(0), x.numpy())["prediction"] == hist(x.numpy())).mean())
+    ref = float((reference.forward(m.weights(0), x.numpy())["prediction"] == hist(x.numpy())).mean())
     assert acc == pytest.approx(ref)
 
 

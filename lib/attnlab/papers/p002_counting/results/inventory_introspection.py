@@ -16,10 +16,10 @@ from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
-from . import introspection as I
-from .sweeps import TRAINING_PARAMS, Protocol, weights_from_json
-
-SIMPLEX_TOKENS = [1, 2, 3]  # the paper's B, C, D
+from .. import analysis as I
+from .. import paper
+from ..paper import SIMPLEX_TOKENS  # the paper's B, C, D
+from ..sweeps import FULL_TRAINING, TRAINING_PARAMS, Protocol, train_seeds, weights_from_json
 
 PARAMS = (
     Param("L", "int", "sequence length (paper 10)", min=3, max=64),
@@ -31,9 +31,6 @@ PARAMS = (
     Param("n_simplex", "int", "simplex grid resolution (points per edge − 1)", min=2, max=400),
     Param("fig9_tokens", "int", "tokens t overlaid per Fig. 9 panel", min=1, max=4096),
 )
-
-_TRAIN = dict(batch_size=32, lr=1e-3, lr_end=1e-3, eval_n=3000, eval_every=313, checkpoint_every=20000, time_limit=7)
-
 
 def _model(cfg: dict, name: str) -> tuple[int, int, int]:
     v = cfg[name]
@@ -61,6 +58,11 @@ def _fig9(w, n_tokens: int) -> dict:
 
 
 def compute_inventory(ctx: Context) -> dict:
+    """Trains (or loads) dot+sftm (dot_model) and lin+sftm (lin_model) for each seed, weights kept
+    (`sweeps.train_seeds`), and analyses the most accurate of each. The result holds config and,
+    per variant: T, d, p, best_seed, weights, models (per seed: accuracies; for lin+sftm also the
+    softmax(A) statistics and Fig. 9's logits against the count), simplex (the simplex plots and
+    their band purity) and the attention matrix of the example sequence (dot+sftm) or softmax(A)."""
     cfg = ctx.config
     L = cfg["L"]
     if len(set(cfg["seeds"])) != len(cfg["seeds"]):
@@ -69,7 +71,7 @@ def compute_inventory(ctx: Context) -> dict:
     out = {"config": cfg}
     for variant, name in (("dot+sftm", "dot_model"), ("lin+sftm", "lin_model")):
         T, d, p = _model(cfg, name)
-        rows = I.train_seeds(ctx, variant, T, L, d, p, cfg["seeds"], proto, batched=cfg["joint"],
+        rows = train_seeds(ctx, variant, T, L, d, p, cfg["seeds"], proto, batched=cfg["joint"],
                              data_seed=cfg["data_seed"])
         best = I.pick_best(rows)
         w = weights_from_json(best["weights"])
@@ -99,16 +101,18 @@ def claims_inventory(result: dict) -> ClaimsTable:
     plots' dependence on the residual token, and Fig. 9's non-linear logits."""
     cfg = result["config"]
     dot, lin = result["dot+sftm"], result["lin+sftm"]
-    paper_case = cfg["L"] == 10 and [dot["T"], dot["d"], dot["p"]] == [32, 32, 32] and \
-        [lin["T"], lin["d"], lin["p"]] == [64, 128, 128]
+    paper_case = cfg["L"] == paper.L and [dot["T"], dot["d"], dot["p"]] == paper.FIG4_MODEL and \
+        [lin["T"], lin["d"], lin["p"]] == paper.FIG5_MODEL
     ci = not paper_case
     n = len(cfg["seeds"])
     t = ClaimsTable()
     a = _acc(dot)
-    t.add("4 acc", f"accuracy of the best of {n} dot+sftm models (T = {dot['T']}, d = p = {dot['d']})", paper=0.9947,
+    t.add("4 acc", f"accuracy of the best of {n} dot+sftm models (T = {dot['T']}, d = p = {dot['d']})",
+          paper=paper.FIG4_ACCURACY,
           ours=a, holds=a >= 0.95, tolerance="≥ 0.95", asserted=ci)
     a = _acc(lin)
-    t.add("5 acc", f"accuracy of the best of {n} lin+sftm models (T = {lin['T']}, d = p = {lin['d']})", paper=0.9997,
+    t.add("5 acc", f"accuracy of the best of {n} lin+sftm models (T = {lin['T']}, d = p = {lin['d']})",
+          paper=paper.FIG5_ACCURACY,
           ours=a, holds=a >= 0.99, tolerance="≥ 0.99", asserted=ci)
     chosen = next(m for m in lin["models"] if m["seed"] == lin["best_seed"])
     s = chosen["mixing"]
@@ -158,8 +162,8 @@ EXPERIMENTS = [
             "ci": dict(L=6, dot_model=[8, 16, 16], lin_model=[8, 16, 16], seeds=[0, 1, 2, 3], data_seed=0, joint=True,
                        steps=1500, batch_size=64, lr=1e-2, lr_end=1e-3, eval_n=2000, eval_every=0,
                        checkpoint_every=0, time_limit=0, n_simplex=60, fig9_tokens=8),
-            "full": dict(L=10, dot_model=[32, 32, 32], lin_model=[64, 128, 128], seeds=[0, 1, 2, 3, 4], data_seed=0,
-                         joint=False, steps=156_500, **_TRAIN, n_simplex=120, fig9_tokens=8),
+            "full": dict(L=paper.L, dot_model=paper.FIG4_MODEL, lin_model=paper.FIG5_MODEL, seeds=paper.SEEDS,
+                         data_seed=0, **FULL_TRAINING, n_simplex=120, fig9_tokens=8),
         },
         compute=compute_inventory,
         summary="With p ≥ T the MLP projects the mixed token onto the alphabet; lin+sftm learns a flat mixing "

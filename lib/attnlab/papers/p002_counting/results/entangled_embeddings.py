@@ -2,7 +2,7 @@
 
 For each embedding dimension d (at a fixed MLP width p) a few models are trained (or loaded from
 the result store, one entry per model via `sweeps.run_sweep`, weights kept). Each model is then
-evaluated in float64 (`models.forward`) on the sweep's eval set: the confusion matrix of true
+evaluated in float64 (`reference.forward`) on the sweep's eval set: the confusion matrix of true
 against predicted counts (Fig. 7, top row), and the overlaps of its token embeddings (Fig. 7,
 second row): same-token ⟨e_t, e_t⟩ and different-token ⟨e_t, e_s⟩, divided by the mean squared
 norm so that different d compare, and their cosines.
@@ -20,11 +20,12 @@ from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
-from . import bounds
-from .models import VARIANTS, forward, has_bos
-from .sweeps import TRAINING_PARAMS, Protocol, run_sweep, weights_from_json
-from .tasks import hist
-from .train_models import CountingConfig, ReplicaCounting, eval_tokens
+from .. import bounds, paper
+from ..analysis import confusion, overlap_stats
+from ..models import CountingConfig, ReplicaCounting, eval_tokens
+from ..reference import VARIANTS, forward, has_bos
+from ..sweeps import FULL_TRAINING, TRAINING_PARAMS, Protocol, run_sweep, weights_from_json
+from ..tasks import hist
 
 PICKS = ("worst", "median", "best")
 
@@ -48,28 +49,6 @@ def _pick(rows: list[dict], how: str) -> dict:
     return {"worst": order[0], "median": order[(len(order) - 1) // 2], "best": order[-1]}[how]
 
 
-def overlap_stats(emb: np.ndarray) -> dict:
-    """Overlaps of the T token embeddings (rows of emb): normalised overlaps ⟨e_t, e_s⟩ / mean_u ‖e_u‖²
-    (same-token: the diagonal, different-token: t < s), cosines of the different-token pairs, their
-    spread (standard deviation) and the mutual coherence max |cos|."""
-    E = np.asarray(emb, dtype=np.float64)
-    G = E @ E.T
-    n2 = np.diag(G).copy()
-    iu = np.triu_indices(E.shape[0], 1)
-    norm = G / n2.mean()
-    cos = G / np.sqrt(np.outer(n2, n2))
-    return {"same": np.diag(norm), "different": norm[iu], "cos_different": cos[iu],
-            "spread_cos": float(cos[iu].std()), "spread": float(norm[iu].std()),
-            "coherence": float(np.abs(cos[iu]).max()), "norm_cv": float(np.sqrt(n2).std() / np.sqrt(n2).mean())}
-
-
-def confusion(pred: np.ndarray, true: np.ndarray, C: int) -> np.ndarray:
-    """Counts [C, C] of (true class, predicted class) over all positions."""
-    m = np.zeros((C, C), dtype=np.int64)
-    np.add.at(m, (true.ravel(), pred.ravel()), 1)
-    return m
-
-
 def _analyse(row: dict, x: np.ndarray, T: int, L: int) -> dict:
     w = weights_from_json(row["weights"])
     pred = forward(w, x)["prediction"]
@@ -87,6 +66,11 @@ def _analyse(row: dict, x: np.ndarray, T: int, L: int) -> dict:
 
 
 def compute_entangled(ctx: Context) -> dict:
+    """Trains (or loads) `variant` (and `compare_variant`) at each d of d_list for each seed, weights
+    kept (`sweeps.run_sweep`), and evaluates them in float64 on the eval set. The result holds
+    config, welch {d: the Welch bound} and models (per model: variant, p, bos, runs (per (d, seed):
+    accuracies, confusion matrix, off-by-one share, overlap spreads and coherence, at init too) and
+    figure (the run shown per d: its confusion matrix and overlaps))."""
     cfg = ctx.config
     T, L = cfg["T"], cfg["L"]
     if L > T:
@@ -181,9 +165,10 @@ def claims_entangled(result: dict) -> ClaimsTable:
                   asserted=False)
     if not ci:
         # the notebook's numbers for the worst dot+sftm run (T = 64, p = 64): 81.5 % at d = 8, 97.2 % at d = 32
-        m = next((m for m in result["models"] if m["variant"] == "dot+sftm" and m["p"] == 64), None)
-        if m is not None and T == 64:
-            for d, ref in ((8, 0.815), (32, 0.972)):
+        m = next((m for m in result["models"] if m["variant"] == "dot+sftm" and m["p"] == paper.FIG7_NOTEBOOK_P),
+                 None)
+        if m is not None and T == paper.FIG7_T:
+            for d, ref in paper.FIG7_NOTEBOOK_WORST.items():
                 runs = [r for r in m["runs"] if r["d"] == d]
                 if runs:
                     low = min(r["accuracy64"] for r in runs)
@@ -191,9 +176,6 @@ def claims_entangled(result: dict) -> ClaimsTable:
                           paper=ref, ours=low, holds=abs(low - ref) <= 0.05, tolerance="± 0.05", asserted=False)
     return t
 
-
-SWEEP_FULL = dict(steps=156_500, batch_size=32, lr=1e-3, lr_end=1e-3, eval_n=3000, eval_every=313,
-                  checkpoint_every=20_000, time_limit=7.0)
 
 EXPERIMENTS = [
     Experiment(
@@ -204,9 +186,9 @@ EXPERIMENTS = [
         presets={"ci": dict(T=8, L=6, d_list=[2, 4, 8, 16], variant="dot", p=16, compare_variant="dot+sftm",
                             compare_p=16, seeds=[0, 1], pick="worst", steps=2500, batch_size=32, lr=1e-2,
                             lr_end=1e-3, eval_n=2000, eval_every=0, checkpoint_every=0, time_limit=0.0, joint=True),
-                 "full": dict(T=64, L=10, d_list=[4, 8, 16, 32, 64], variant="dot", p=128,
-                              compare_variant="dot+sftm", compare_p=64, seeds=[0, 1, 2, 3, 4], pick="worst",
-                              **SWEEP_FULL, joint=False)},
+                 "full": dict(T=paper.FIG7_T, L=paper.L, d_list=paper.FIG7_D, variant="dot", p=paper.FIG7_P,
+                              compare_variant="dot+sftm", compare_p=paper.FIG7_NOTEBOOK_P, seeds=paper.SEEDS,
+                              pick="worst", **FULL_TRAINING)},
         compute=compute_entangled,
         summary="As d drops below T, token embeddings overlap more and the count predictions get noisier.",
     ),

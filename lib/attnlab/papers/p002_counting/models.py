@@ -6,7 +6,7 @@ padded to the largest replica with a 0/1 mask (`attnlab.core.replica`). Padded e
 columns are zero, so the scores, the mixing and the hidden pre-activations of a replica do not
 see them; padded hidden units have zero weights and bias, so ReLU(0) = 0 and they add nothing.
 
-The forward pass follows `models.forward` (the float64 reference), computed through token
+The forward pass follows `reference.forward` (the float64 reference), computed through token
 tables: with no positional embedding every quantity before the mixing depends on the token
 only, so the score table (E W_Q)(E W_K)ᵀ/√d [T', T'] and the first-layer table E W1 [T', p]
 are computed once per replica and gathered per sequence. Since W1 is linear,
@@ -34,16 +34,17 @@ import torch
 
 from attnlab.core.hashing import derive_seed
 from attnlab.core.progress import tqdm
-from attnlab.core.replica import ReplicaModule, replica_generator
+from attnlab.core.replica import ReplicaModule, replica_generator, uniform_init
 from attnlab.core.train import MaskedAdam
 
-from .models import VARIANTS, CountingWeights, has_bos, has_softmax, is_linear, n_params
+from . import paper
+from .reference import VARIANTS, CountingWeights, has_bos, has_softmax, is_linear, n_params
 from .tasks import sample
 
 
 @dataclass(frozen=True)
 class CountingConfig:
-    """One replica: variant (one of models.VARIANTS), alphabet T, length L, embedding d,
+    """One replica: variant (one of reference.VARIANTS), alphabet T, length L, embedding d,
     MLP width p, seed."""
 
     variant: str
@@ -73,11 +74,6 @@ class CountingConfig:
         c = asdict(self)
         del c["seed"]
         return {"model": "counting", **c}
-
-
-def _uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> torch.Tensor:
-    bound = 1 / math.sqrt(fan_in)
-    return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
 
 
 def _softmax_dim(z: torch.Tensor, dim: int) -> torch.Tensor:
@@ -122,14 +118,14 @@ class ReplicaCounting(ReplicaModule):
         gen = replica_generator(c.seed_config(), c.seed)
         self.place("emb", r, torch.randn((c.T + self.bos, c.d), generator=gen, dtype=torch.float64))
         if self.lin:
-            self.place("A", r, _uniform(gen, (c.L, c.L), c.L))
+            self.place("A", r, uniform_init(gen, (c.L, c.L), c.L))
         else:
-            self.place("W_Q", r, _uniform(gen, (c.d, c.d), c.d))
-            self.place("W_K", r, _uniform(gen, (c.d, c.d), c.d))
-        self.place("W1", r, _uniform(gen, (c.d, c.p), c.d))
-        self.place("b1", r, _uniform(gen, (c.p,), c.d))
-        self.place("W2", r, _uniform(gen, (c.p, c.C), c.p))
-        self.place("b2", r, _uniform(gen, (c.C,), c.p))
+            self.place("W_Q", r, uniform_init(gen, (c.d, c.d), c.d))
+            self.place("W_K", r, uniform_init(gen, (c.d, c.d), c.d))
+        self.place("W1", r, uniform_init(gen, (c.d, c.p), c.d))
+        self.place("b1", r, uniform_init(gen, (c.p,), c.d))
+        self.place("W2", r, uniform_init(gen, (c.p, c.C), c.p))
+        self.place("b2", r, uniform_init(gen, (c.C,), c.p))
 
     def _with_bos(self, tokens: torch.Tensor) -> torch.Tensor:
         if tokens.dim() != 2 or tokens.shape[1] != self.L:
@@ -242,7 +238,8 @@ def counting_batches(T: int, L: int, batch_size: int, seed: int = 0, sampler: st
         i, skip = i + 1, 0
 
 
-def eval_tokens(T: int, L: int, n: int = 3000, seed: int = 12, sampler: str = "code", device="cpu") -> torch.Tensor:
+def eval_tokens(T: int, L: int, n: int = paper.EVAL_N, seed: int = paper.EVAL_SEED, sampler: str = "code",
+                device="cpu") -> torch.Tensor:
     """A fixed eval set (§3.3: 3,000 sequences, seed 12 in the code; here the sampler's own seed
     stream, distinct from `counting_batches`'s derived seeds)."""
     return torch.from_numpy(sample(sampler, n, T, L, seed=seed)).to(device)
@@ -263,7 +260,8 @@ class CountingTrainLog:
 
 def train_counting(model: ReplicaCounting, batches: Iterator[torch.Tensor], steps: int,
                    lr: Callable[[int], float | torch.Tensor], *, eval_set: torch.Tensor | None = None,
-                   betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-9, eval_every: int | None = None,
+                   betas: tuple[float, float] = paper.ADAM_BETAS, eps: float = paper.ADAM_EPS,
+                   eval_every: int | None = None,
                    curve_every: int = 50, progress: bool = False, desc: str = "train",
                    opt: MaskedAdam | None = None, start: int = 0) -> CountingTrainLog:
     """Train the R replicas for `steps` batches of tokens [B, L] (labels = hist of the batch).

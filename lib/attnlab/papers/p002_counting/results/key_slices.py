@@ -10,7 +10,7 @@ Four slices, placed relative to the alphabet size T:
 `sweeps.run_sweep` trains (or loads) one row per (variant, slice, seed). With `joint` every slice and
 seed of a variant is one tensor program on one data stream (the seeds then differ in their
 initialisation only): at T = 8 a step of a small program costs ~3 ms of fixed overhead, so the
-paper-like per-(width bucket, seed) programs would cost 6x more. `exp_svd` trains the same way.
+paper-like per-(width bucket, seed) programs would cost 6x more. The singular-values chapter trains the same way.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
 
-from . import sweeps
+from .. import paper, sweeps
+from ..paper import ORDER  # the order of the plots: relation-capable first, inventory-only last (§5.1)
 
-# Order of the plots: relation-capable first, inventory-only last (§5.1).
-ORDER = ("dot", "bos", "bos+sftm", "dot+sftm", "lin", "lin+sftm")
 SLICES = ("relation", "inventory", "entangled", "p=1")
 
 PARAMS = (
@@ -54,6 +53,9 @@ def slice_dims(cfg: dict) -> dict[str, tuple[int, int]]:
 
 
 def compute_slices(ctx: Context) -> dict:
+    """Trains (or loads) every variant at the four (d, p) slices for each seed (`sweeps.run_sweep`).
+    The result holds config, slices {name: [d, p]}, accuracy {variant: {slice: final and best
+    accuracy per seed, n_params}} and baseline (the majority class 2/L)."""
     cfg = ctx.config
     dims = slice_dims(cfg)
     proto = sweeps.Protocol.from_config(cfg)
@@ -152,9 +154,8 @@ EXPERIMENTS = [
             "ci": dict(T=8, L=6, d_big=16, d_small=4, p_small=4, p_big=16, seeds=[0, 1, 2], data_seed=0, joint=True,
                        steps=700, batch_size=64, lr=3e-2, lr_end=1e-3, eval_n=3000, eval_every=0,
                        checkpoint_every=0, time_limit=0.0),
-            "full": dict(T=32, L=10, d_big=64, d_small=16, p_small=8, p_big=64, seeds=[0, 1, 2, 3, 4], data_seed=0,
-                         joint=False, steps=156_500, batch_size=32, lr=1e-3, lr_end=1e-3, eval_n=3000,
-                         eval_every=313, checkpoint_every=20_000, time_limit=7.0),
+            "full": dict(T=paper.T, L=paper.L, d_big=64, d_small=16, p_small=8, p_big=64, seeds=paper.SEEDS,
+                         data_seed=0, **sweeps.FULL_TRAINING),
         },
         compute=compute_slices,
         summary="With p < T only dot, bos (and some bos+sftm) count; with d, p ≥ T all do; at d < T softmax dot helps.",

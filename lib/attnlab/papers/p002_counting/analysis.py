@@ -1,29 +1,30 @@
-"""Introspection of trained counting models (paper 002, Figs. 3, 4, 5, 9, 15; digest claims 16-17).
+"""Measurements on trained counting models (paper 002, Figs. 3-7, 9, 15; digest claims 15-17).
 
-Everything here is a float64 function of `models.CountingWeights`:
+Everything here is a float64 function of `reference.CountingWeights` (or of its arrays):
 
 - `overlaps`: the raw inner products ⟨e_t, e_s⟩ of the embeddings, split into same token
   (‖e_t‖²), different tokens and token-vs-BOS (Fig. 3 left; the authors' code plots these
   unnormalised overlaps, while the caption says "cosine similarity"), and their cosines;
+- `overlap_stats`, `confusion`: normalised overlaps, their spread and the mutual coherence, and
+  the confusion matrix of true against predicted counts (Fig. 7);
 - `bos_weight_by_count`: mean softmax weight on BOS, a_{ℓ,0}, per count of x_ℓ (Fig. 3 middle);
 - `mlp`, `bos_probe`: the feature transform f on hand-made mixed vectors
   f(α e_BOS + (1−α) e_X + e_Y) (Fig. 3 right, Fig. 15) and its agreement across token pairs;
 - `simplex_points`, `simplex_predictions`, `band_purity`: argmax_c f(Σ_t α_t e_t + e_X) over
   the simplex α_B + α_C + α_D = 1 (Figs. 4, 5 right) and how much of it α_X alone explains;
 - `softmax_mixing_stats`: diagonal against off-diagonal of a learned lin+sftm softmax(A) (Fig. 5);
-- `logits_vs_count`, `linear_r2`: the logits on x = [t,…,t, v,…,v] against hist(t) (Fig. 9)
-  and the R² of a straight-line fit in the count;
-- `train_seeds`: train one (variant, T, L, d, p) for several seeds, either with `run_sweep`
-  (independent programs, each seed its own data stream) or as one replica-batched program
-  in which all seeds see the same mini-batches (the CI shortcut: one program costs about a
-  quarter of the separate ones on one CPU thread).
+- `logits_vs_count`, `linear_r2`, `line_deviation`: the logits on x = [t,…,t, v,…,v] against
+  hist(t) (Fig. 9) and how far they are from straight lines in the count;
+- `spectrum`, `drop_ratio`: the singular values of W₁ and σ_T / σ_{T+1} (Fig. 6);
+- `pick_best`: the most accurate of several trained models (`sweeps.train_seeds` trains them).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .models import CountingWeights, forward, has_bos, softmax
+from . import paper
+from .reference import CountingWeights, forward, has_bos, softmax
 from .tasks import hist
 
 
@@ -44,6 +45,28 @@ def overlaps(w: CountingWeights) -> dict[str, np.ndarray | float]:
     if has_bos(w.variant):
         out.update(bos=G[:T, T].copy(), bos_bos=float(G[T, T]), cos_bos=C[:T, T].copy())
     return out
+
+
+def overlap_stats(emb: np.ndarray) -> dict:
+    """Overlaps of the T token embeddings (rows of emb): normalised overlaps ⟨e_t, e_s⟩ / mean_u ‖e_u‖²
+    (same-token: the diagonal, different-token: t < s), cosines of the different-token pairs, their
+    spread (standard deviation) and the mutual coherence max |cos|."""
+    E = np.asarray(emb, dtype=np.float64)
+    G = E @ E.T
+    n2 = np.diag(G).copy()
+    iu = np.triu_indices(E.shape[0], 1)
+    norm = G / n2.mean()
+    cos = G / np.sqrt(np.outer(n2, n2))
+    return {"same": np.diag(norm), "different": norm[iu], "cos_different": cos[iu],
+            "spread_cos": float(cos[iu].std()), "spread": float(norm[iu].std()),
+            "coherence": float(np.abs(cos[iu]).max()), "norm_cv": float(np.sqrt(n2).std() / np.sqrt(n2).mean())}
+
+
+def confusion(pred: np.ndarray, true: np.ndarray, C: int) -> np.ndarray:
+    """Counts [C, C] of (true class, predicted class) over all positions."""
+    m = np.zeros((C, C), dtype=np.int64)
+    np.add.at(m, (true.ravel(), pred.ravel()), 1)
+    return m
 
 
 def bos_weight_by_count(w: CountingWeights, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -75,7 +98,7 @@ def example_sequence(L: int) -> list[int]:
     """Fig. 3's sequence [B, B, C, B, B, B, D, E, E, E] (tokens 1, 2, 3, 4; BOS not included)
     at L = 10; at other L the same pattern with counts B = ⌈L/2⌉, C = 1, D = the rest."""
     if L == 10:
-        return [1, 1, 2, 1, 1, 1, 3, 4, 4, 4]
+        return list(paper.FIG3_SEQUENCE)
     if L < 3:
         raise ValueError(f"example_sequence needs L >= 3; got {L}")
     nb = (L + 1) // 2
@@ -217,21 +240,21 @@ def line_deviation(k: np.ndarray, y: np.ndarray) -> np.ndarray:
     return rms / np.maximum(spread, 1e-300)[..., None]
 
 
-# --- training ---------------------------------------------------------------------------------
+# --- the spectrum of W1 (Fig. 6) -------------------------------------------------------------------
 
-def train_seeds(ctx, variant: str, T: int, L: int, d: int, p: int, seeds: list[int], proto, *,
-                batched: bool, data_seed: int = 0) -> list[dict]:
-    """Train (or load from the store) one model per seed, with weights (proto.keep_weights).
+def spectrum(W1: np.ndarray) -> np.ndarray:
+    """Descending singular values of W₁ (any orientation)."""
+    return np.linalg.svd(np.asarray(W1, dtype=np.float64), compute_uv=False)
 
-    batched=False: one program and one data stream per seed (the paper's independent runs).
-    batched=True: one replica-batched program for all seeds, which all see the same
-    mini-batches (initialisations differ). Rows as `sweeps.run_sweep` returns them."""
-    from . import sweeps
 
-    if not proto.keep_weights:
-        raise ValueError("train_seeds is for introspection: pass a Protocol with keep_weights=True")
-    return sweeps.run_sweep(ctx, variant, T, L, [(d, p)], list(seeds), proto, data_seed=data_seed, joint=batched)
+def drop_ratio(s: np.ndarray, T: int) -> float:
+    """σ_T / σ_{T+1} (1-based) of descending singular values s; needs len(s) > T."""
+    if len(s) <= T:
+        raise ValueError(f"need more than T = {T} singular values; got {len(s)}")
+    return float(s[T - 1] / s[T]) if s[T] > 0 else float("inf")
 
+
+# --- choosing a model ---------------------------------------------------------------------------
 
 def pick_best(rows: list[dict]) -> dict:
     """The model with the highest final accuracy (ties: highest best accuracy, then lowest seed)."""

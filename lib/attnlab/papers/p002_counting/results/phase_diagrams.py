@@ -4,8 +4,9 @@ against the parameter count), Fig. 10 (best accuracy) and Fig. 11 (std over seed
 Two chapters share one compute function: `phase-diagrams-softmax` (bos+sftm, dot+sftm, lin+sftm:
 the top rows of Figs. 1, 10, 11 and Fig. 2 left) and `phase-diagrams-no-softmax` (bos, dot, lin:
 the bottom rows and Fig. 2 right). The split exists only for the CI time budget. Every
-(variant, T, L, d, p, seed) is one stored unit (`sweeps.run_sweep`), so reruns resume and the
-figures of `exp_variants` (Figs. 13, 14) reuse `sweep_grid` and the plots below.
+(variant, T, L, d, p, seed) is one stored unit (`sweeps.sweep_grid`), so reruns resume; the
+figures are drawn by `plots.plot_phase_row` and `plots.plot_params`, which the chapter of
+Figs. 13, 14 uses too.
 """
 
 from __future__ import annotations
@@ -16,17 +17,14 @@ from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
-from . import bounds
-from .models import has_softmax
-from .plots import accuracy_vs_params, phase_heatmap
-from .sweeps import TRAINING_PARAMS, Protocol, grid_array, min_params_reaching, run_sweep
+from .. import paper
+from ..reference import has_softmax
+from ..sweeps import FULL_TRAINING, TRAINING_PARAMS, grids, min_params_reaching, sweep_grid
 
 SOFTMAX = ("bos+sftm", "dot+sftm", "lin+sftm")  # Fig. 1 top row, left to right
 NO_SOFTMAX = ("bos", "dot", "lin")  # Fig. 1 bottom row
 RELATIONAL = ("bos", "dot", "bos+sftm")  # can count with p = 1 once d ≥ T (digest §4.14)
 INVENTORY = ("lin", "lin+sftm", "dot+sftm")  # need p ≥ T
-
-PAPER_GRID = [1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128]  # the code's 11 (the text says 12)
 
 GRID_PARAMS = (
     Param("T", "int", "alphabet size (paper 32)", min=2, max=4096),
@@ -39,78 +37,17 @@ PARAMS = GRID_PARAMS + TRAINING_PARAMS
 
 TRAIN_CI = dict(steps=800, batch_size=32, lr=3e-2, lr_end=1e-3, eval_n=1000, eval_every=100, checkpoint_every=0,
                 time_limit=0.0, joint=True)
-TRAIN_FULL = dict(steps=156_500, batch_size=32, lr=1e-3, lr_end=1e-3, eval_n=3000, eval_every=313,
-                  checkpoint_every=20_000, time_limit=7.0, joint=False)
-
-
-def theory_bounds(variant: str, T: int, L: int) -> dict[str, float | tuple[float, int]]:
-    """The §5.2 sufficient bounds on d that concern `variant`, as phase_heatmap's d_bounds:
-    a bound proven for p = T applies from p = T on, one for p = 1 across the whole width."""
-    if variant in ("lin", "lin+sftm"):
-        return {"eq. 50 (p = T)": (bounds.min_d_formula("lin", T, L), T)}
-    if variant in ("dot", "bos"):
-        return {"eq. 62 (p = 1)": bounds.min_d_formula("dot_p1", T, L),
-                "eq. 72 (p = T)": (bounds.min_d_formula("dot_pT", T, L), T)}
-    if variant == "bos+sftm":
-        return {"eq. 93 (p = 1)": bounds.min_d_formula("softmax_binary", T, L)}
-    return {"eq. 93 (p = T)": (bounds.min_d_formula("softmax_binary", T, L), T)}  # dot+sftm (B.3.2, sketched)
-
-
-def sweep_grid(ctx: Context, variants, T: int, L: int, d_list: list[int], p_list: list[int],
-               seeds: list[int]) -> dict:
-    """Train (or load) the (d, p, seed) grid of every variant at (T, L); rows without curves."""
-    proto = Protocol.from_config(ctx.config)
-    dp = [(d, p) for d in d_list for p in p_list]
-    rows = {}
-    for v in variants:
-        got = run_sweep(ctx, v, T, L, dp, seeds, proto, joint=ctx.config.get("joint", False))
-        rows[v] = [{k: r[k] for k in ("d", "p", "seed", "final_accuracy", "best_accuracy", "n_params")} for r in got]
-    return {"T": T, "L": L, "d_list": list(d_list), "p_list": list(p_list), "seeds": list(seeds),
-            "majority": 2 / L, "rows": rows,
-            "bounds": {v: {k: list(b) if isinstance(b, tuple) else b for k, b in theory_bounds(v, T, L).items()}
-                       for v in variants}}
 
 
 def compute_phase(ctx: Context, variants) -> dict:
+    """Trains (or loads) every (d, p, seed) of the grid for each of `variants` (`sweeps.sweep_grid`).
+    The result holds config, variants, T, L, d_list, p_list, seeds, majority (2/L), rows {variant:
+    one row per run: d, p, seed, final_accuracy, best_accuracy, n_params} and bounds {variant: the
+    §5.2 bounds on d drawn in the figures}."""
     cfg = ctx.config
     out = sweep_grid(ctx, variants, cfg["T"], cfg["L"], cfg["d_list"], cfg["p_list"], cfg["seeds"])
     out.update(config=cfg, variants=list(variants))
     return out
-
-
-# ----------------------------------------------------------------------------------- figures
-
-def grids(sweep: dict, variant: str) -> dict[str, np.ndarray]:
-    """The per-cell arrays of Figs. 1, 10, 11: mean / std (over seeds) of the final accuracy,
-    best accuracy (max over seeds and evals), and the star / dot masks of Fig. 1."""
-    rows, d, p = sweep["rows"][variant], sweep["d_list"], sweep["p_list"]
-    best = grid_array(rows, d, p, "best_accuracy", "max")
-    return {"mean": grid_array(rows, d, p, "final_accuracy", "mean"),
-            "std": grid_array(rows, d, p, "final_accuracy", "std"),
-            "best": best, "stars": best >= 1.0, "dots": (best >= 0.99) & (best < 1.0)}
-
-
-def plot_phase_row(axes, sweep: dict, variants, field: str = "mean", bounds_lines: bool = True, title: str = ""):
-    """One heat map per variant: field 'mean' (Fig. 1, with stars and dots), 'best' (Fig. 10) or
-    'std' (Fig. 11). Returns the last image (for a colour bar)."""
-    im = None
-    for ax, v in zip(axes, variants):
-        g = grids(sweep, v)
-        kw = dict(T=sweep["T"], title=f"{v}{title}")
-        if field == "mean":
-            kw.update(stars=g["stars"], dots=g["dots"])
-        if bounds_lines and field != "std":
-            kw["d_bounds"] = {k: tuple(b) if isinstance(b, list) else b for k, b in sweep["bounds"][v].items()}
-        if field == "std":
-            kw.update(vmin=0.0, vmax=0.3, cmap="magma")
-        im = phase_heatmap(ax, g[field], sweep["d_list"], sweep["p_list"], **kw)
-    return im
-
-
-def plot_params(ax, sweep: dict, variants, title: str = "") -> None:
-    """Fig. 2: final accuracy of every run against its parameter count, running best per variant,
-    majority baseline 2/L."""
-    accuracy_vs_params(ax, {v: sweep["rows"][v] for v in variants}, floor=sweep["majority"], title=title)
 
 
 # ------------------------------------------------------------------------------------ claims
@@ -223,11 +160,11 @@ def claims_phase(result: dict) -> ClaimsTable:
             r_min = min((x for x in rp.values() if x is not None), default=None)
             i_min = min((x for x in ip.values() if x is not None), default=None)
             ratio = None if r_min is None else (float("inf") if i_min is None else i_min / r_min)
-            paper = ("bos+sftm ≈ 300–400 vs dot+sftm ≈ 2,000, lin+sftm ≈ 4,000–5,000" if sftm
-                     else "dot, bos ≈ 700–1,000 vs lin ≈ 3,000")
+            paper_says = ("bos+sftm ≈ 300–400 vs dot+sftm ≈ 2,000, lin+sftm ≈ 4,000–5,000" if sftm
+                          else "dot, bos ≈ 700–1,000 vs lin ≈ 3,000")
             t.add(f"14 @{thr:.0%}", f"fewest parameters of a run with final accuracy ≥ {thr:.0%}: "
                   + ", ".join(f"{v} {rp[v] or '–'}" for v in rel) + " vs " + ", ".join(f"{v} {ip[v] or '–'}" for v in invs),
-                  paper=paper if thr == 0.99 else "(threshold lowered for CI)",
+                  paper=paper_says if thr == 0.99 else "(threshold lowered for CI)",
                   ours="–" if ratio is None else ("inventory never" if ratio == float("inf") else f"ratio {ratio:.2f}"),
                   holds=None if ratio is None else ratio >= 1.5, tolerance="inventory/relation ≥ 1.5×",
                   asserted=False)
@@ -253,7 +190,7 @@ def claims_phase(result: dict) -> ClaimsTable:
 # ------------------------------------------------------------------------------- experiments
 
 CI_GRID = dict(T=8, L=6, d_list=[1, 2, 4, 8, 16], p_list=[1, 2, 4, 8, 16], seeds=[0, 1])
-FULL_GRID = dict(T=32, L=10, d_list=PAPER_GRID, p_list=PAPER_GRID, seeds=[0, 1, 2, 3, 4])
+FULL_GRID = dict(T=paper.T, L=paper.L, d_list=paper.GRID, p_list=paper.GRID, seeds=paper.SEEDS)
 MEDIUM = dict(T=32, L=10, d_list=[1, 2, 4, 8, 16, 32, 64, 128], p_list=[1, 2, 4, 8, 16, 32, 64, 128], seeds=[0, 1],
               steps=31_300, batch_size=32, lr=1e-3, lr_end=1e-3, eval_n=3000, eval_every=313,
               checkpoint_every=10_000, time_limit=7.0, joint=False)
@@ -262,7 +199,7 @@ MEDIUM = dict(T=32, L=10, d_list=[1, 2, 4, 8, 16, 32, 64, 128], p_list=[1, 2, 4,
 def _experiment(slug: str, variants, label: str, title: str, summary: str) -> Experiment:
     return Experiment(
         id=f"002-counting/{slug}", label=label, title=title, params=PARAMS,
-        presets={"ci": {**CI_GRID, **TRAIN_CI}, "medium": MEDIUM, "full": {**FULL_GRID, **TRAIN_FULL}},
+        presets={"ci": {**CI_GRID, **TRAIN_CI}, "medium": MEDIUM, "full": {**FULL_GRID, **FULL_TRAINING}},
         compute=lambda ctx: compute_phase(ctx, variants), summary=summary)
 
 

@@ -1,7 +1,7 @@
 """App. D.4-D.5 of paper 002: the phase diagrams at T = 64, L = 10 (Fig. 13) and T = 32, L = 15
 (Fig. 14). The claim is that the transitions move with the alphabet size T, not with the
 sequence length L. One chapter, several (T, L) settings, each swept over the same kind of
-(d, p, seed) grid as Fig. 1 with `exp_phase.sweep_grid` (one stored unit per model).
+(d, p, seed) grid as Fig. 1 with `sweeps.sweep_grid` (one stored unit per model).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
-from .exp_phase import PAPER_GRID, TRAIN_FULL, grids, sweep_grid
-from .models import parse_variants
-from .sweeps import TRAINING_PARAMS
+from .. import paper
+from ..reference import parse_variants
+from ..sweeps import FULL_TRAINING, TRAINING_PARAMS, grids, sweep_grid
 
 PARAMS = (
     Param("settings", "int_rows", "[T, L] settings, the first is the reference (paper: [32, 10] of Fig. 1, "
@@ -37,6 +37,9 @@ def _grid(values: list[int], T: int, pow2_T: list[int]) -> list[int]:
 
 
 def compute_variants(ctx: Context) -> dict:
+    """Trains (or loads) the (d, p, seed) grid of every variant at each [T, L] setting
+    (`sweeps.sweep_grid`; T in pow2_T on the powers of two of the grid only). The result holds
+    config, variants and sweeps (one `sweep_grid` result per setting, the reference first)."""
     cfg = ctx.config
     variants = parse_variants(cfg["variants"])
     sweeps = []
@@ -110,8 +113,9 @@ EXPERIMENTS = [
                        p_list=[6, 8, 12, 16], pow2_T=[64], seeds=[0], success=0.9,
                        steps=600, batch_size=32, lr=3e-2, lr_end=1e-3, eval_n=1000, eval_every=100,
                        checkpoint_every=0, time_limit=0.0, joint=False),
-            "full": dict(settings=[[32, 10], [64, 10], [32, 15]], variants="all", d_list=PAPER_GRID,
-                         p_list=PAPER_GRID, pow2_T=[64], seeds=[0, 1, 2, 3, 4], success=0.99, **TRAIN_FULL),
+            "full": dict(settings=paper.FIG13_14_SETTINGS, variants="all", d_list=paper.GRID,
+                         p_list=paper.GRID, pow2_T=paper.FIG13_POW2_T, seeds=paper.SEEDS, success=0.99,
+                         **FULL_TRAINING),
         },
         compute=compute_variants,
         summary="The (d, p) transitions move with the alphabet size T and stay put when only L changes.",

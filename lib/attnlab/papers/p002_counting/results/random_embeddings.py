@@ -17,10 +17,9 @@ from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
-from .models import VARIANTS, parse_variants
-from .sweeps import TRAINING_PARAMS, Protocol, grid_array, run_sweep
-
-PAPER_GRID = [1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128]
+from .. import paper
+from ..reference import VARIANTS, parse_variants
+from ..sweeps import FULL_TRAINING, TRAINING_PARAMS, Protocol, grid_array, run_sweep
 
 PARAMS = (
     Param("T", "int", "alphabet size (paper 32)", min=2, max=4096),
@@ -34,6 +33,10 @@ PARAMS = (
 
 
 def compute_random_embeddings(ctx: Context) -> dict:
+    """Trains (or loads) the (d, p, seed) sweep of each variant twice (`sweeps.run_sweep`): with
+    learned embeddings and with embeddings frozen at random N(0, I/d) vectors. The result holds
+    config, d_list, p_list and models (per variant: learned and random {runs, mean (over seeds),
+    best (over seeds and evals)} as [d, p] grids, and diff = learned − random of the means)."""
     cfg = ctx.config
     T, L = cfg["T"], cfg["L"]
     if L > T:
@@ -115,10 +118,9 @@ EXPERIMENTS = [
         presets={"ci": dict(T=8, L=6, d_list=[2, 4, 8, 16], p_list=[8, 16], variants="bos+sftm,dot+sftm,dot",
                             seeds=[0], steps=800, batch_size=32, lr=1e-2, lr_end=1e-3, eval_n=2000, eval_every=0,
                             checkpoint_every=0, time_limit=0.0, joint=False),
-                 "full": dict(T=32, L=10, d_list=PAPER_GRID, p_list=PAPER_GRID,
-                              variants="bos+sftm,dot+sftm,lin+sftm,bos,dot,lin", seeds=[0, 1, 2, 3, 4],
-                              steps=156_500, batch_size=32, lr=1e-3, lr_end=1e-3, eval_n=3000, eval_every=313,
-                              checkpoint_every=20_000, time_limit=7.0, joint=False)},
+                 "full": dict(T=paper.T, L=paper.L, d_list=paper.GRID, p_list=paper.GRID,
+                              variants="bos+sftm,dot+sftm,lin+sftm,bos,dot,lin", seeds=paper.SEEDS,
+                              **FULL_TRAINING)},
         compute=compute_random_embeddings,
         summary="With d < T the models gain from learning their embeddings (most bos+sftm); with d ≥ T hardly.",
     ),

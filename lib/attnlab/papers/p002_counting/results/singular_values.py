@@ -16,9 +16,10 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
 
-from . import sweeps
-from .exp_slices import ORDER
-from .sweeps import weights_from_json
+from .. import paper, sweeps
+from ..analysis import drop_ratio, spectrum
+from ..paper import ORDER
+from ..sweeps import weights_from_json
 
 PARAMS = (
     Param("T", "int", "alphabet size (paper 32)", min=2, max=1024),
@@ -32,19 +33,11 @@ PARAMS = (
 )
 
 
-def spectrum(W1: np.ndarray) -> np.ndarray:
-    """Descending singular values of W₁ (any orientation)."""
-    return np.linalg.svd(np.asarray(W1, dtype=np.float64), compute_uv=False)
-
-
-def drop_ratio(s: np.ndarray, T: int) -> float:
-    """σ_T / σ_{T+1} (1-based) of descending singular values s; needs len(s) > T."""
-    if len(s) <= T:
-        raise ValueError(f"need more than T = {T} singular values; got {len(s)}")
-    return float(s[T - 1] / s[T]) if s[T] > 0 else float("inf")
-
-
 def compute_svd(ctx: Context) -> dict:
+    """Trains (or loads) every variant at each (d, p) of dims × dims for each seed, weights kept
+    (`sweeps.run_sweep`), and takes the singular values of each W₁. The result holds config and
+    models (one per trained model: variant, d, p, seed, accuracy, kept (accuracy ≥ min_accuracy),
+    singular_values and ratio σ_T/σ_(T+1))."""
     cfg = ctx.config
     T = cfg["T"]
     dims = sorted(set(cfg["dims"]))
@@ -122,9 +115,8 @@ EXPERIMENTS = [
             "ci": dict(T=8, L=6, dims=[16], seeds=[0, 1, 2, 3, 4], data_seed=0, joint=True, min_accuracy=0.99,
                        steps=800, batch_size=64, lr=3e-2, lr_end=1e-3, eval_n=3000, eval_every=0,
                        checkpoint_every=0, time_limit=0.0),
-            "full": dict(T=32, L=10, dims=[32, 64], seeds=[0, 1, 2, 3, 4], data_seed=0, joint=False,
-                         min_accuracy=0.99, steps=156_500, batch_size=32, lr=1e-3, lr_end=1e-3, eval_n=3000,
-                         eval_every=313, checkpoint_every=20_000, time_limit=7.0),
+            "full": dict(T=paper.T, L=paper.L, dims=[32, 64], seeds=paper.SEEDS, data_seed=0, min_accuracy=0.99,
+                         **sweeps.FULL_TRAINING),
         },
         compute=compute_svd,
         summary="lin and lin+sftm (inventory) show σ_T/σ_(T+1) ≫ 1; dot and bos (relation-capable) do not.",

@@ -7,9 +7,9 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, ParameterError
 
-from . import tasks
+from .. import tasks
 
 PARAMS = (
     Param("T", "int", "alphabet size", min=2, max=100_000),
@@ -40,10 +40,13 @@ def _sample_stats(cfg: dict, sampler: str, L: int) -> dict:
 
 
 def compute_task(ctx: Context) -> dict:
+    """Draws n_samples sequences from each sampler at each L (one stored unit per (sampler, L)) and
+    compares them with the exact marginals. The result holds config and per_L {str(L): {sampler:
+    marginal (observed label frequencies), exact, majority and majority_exact ((label, accuracy)),
+    the invariant checks and one example sequence with its labels}}."""
     cfg = ctx.config
     bad = [L for L in cfg["L_list"] if L > cfg["T"]]
     if bad:
-        from attnlab.core.params import ParameterError
         raise ParameterError(f"parameter 'L_list': values {bad} are not allowed; the paper uses L <= T = {cfg['T']}")
     per_L = {}
     for L in cfg["L_list"]:

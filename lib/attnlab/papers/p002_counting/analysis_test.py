@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
+from . import analysis as I
 from . import constructions as C
-from . import introspection as I
-from .models import CountingWeights, forward, softmax
+from .reference import CountingWeights, forward, softmax
 from .tasks import hist, sample_code
 
 
@@ -87,3 +87,34 @@ def test_linear_r2():
     assert np.allclose(I.linear_r2(k, np.stack([2 * k + 1.0, np.ones(5)])), 1)
     assert I.linear_r2(k, (k - 3.0) ** 2) < 0.1
     assert I.blocks(5, 4, 2, 0).tolist() == [[2, 0, 0, 0], [2, 2, 0, 0], [2, 2, 2, 0]]
+
+
+def test_overlap_stats_of_an_orthonormal_and_a_simplex_frame():
+    ortho = I.overlap_stats(np.eye(5) * 3.0)  # scaled: the normalised overlaps do not see the scale
+    np.testing.assert_allclose(ortho["same"], 1.0)
+    assert ortho["spread_cos"] == pytest.approx(0.0) and ortho["coherence"] == pytest.approx(0.0)
+    # regular simplex: T = d + 1 unit vectors with pairwise cosine -1/d
+    d = 3
+    V = np.eye(d + 1) - 1 / (d + 1)
+    s = I.overlap_stats(V)
+    np.testing.assert_allclose(s["cos_different"], -1 / d)
+    assert s["coherence"] == pytest.approx(1 / d) and s["spread_cos"] == pytest.approx(0.0, abs=1e-12)
+    assert len(s["different"]) == (d + 1) * d // 2
+
+
+def test_confusion_counts_every_position_once():
+    true = np.array([[1, 1, 2], [3, 3, 3]])
+    pred = np.array([[1, 2, 2], [3, 3, 1]])
+    m = I.confusion(pred, true, 4)
+    assert m.sum() == true.size and m[1, 1] == 1 and m[1, 2] == 1 and m[2, 2] == 1 and m[3, 3] == 2 and m[3, 1] == 1
+
+
+def test_drop_ratio_of_a_rank_T_matrix_is_large():
+    T = 6
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(12, T)) @ rng.normal(size=(T, 10)) + 1e-3 * rng.normal(size=(12, 10))
+    s = I.spectrum(W)
+    assert np.all(np.diff(s) <= 0) and np.allclose(s, I.spectrum(W.T))
+    assert I.drop_ratio(s, T) > 100
+    with pytest.raises(ValueError):
+        I.drop_ratio(s[:T], T)

@@ -10,11 +10,11 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, ParameterError
 
-from . import constructions as con
-from . import tasks
-from .models import VARIANTS
+from .. import constructions as con
+from .. import tasks
+from ..reference import VARIANTS
 
 PARAMS = (
     Param("sizes", "int_rows", "[T, L] settings for sampled and two-token tests (d = T)", min=2, width=2),
@@ -46,13 +46,16 @@ def _sequences(cfg: dict, kind: str, T: int, L: int) -> np.ndarray:
 
 
 def compute_constructions(ctx: Context) -> dict:
+    """Builds every d = T construction (no training) and checks it on each test set (one stored unit
+    per (variant, lin version, T, L, set)). The result holds config, checks (one row per unit:
+    accuracy, counts seen, γ errors, active units, readout margin), internal {"T,L": the exact
+    internal values of claims 5-6} and fig8 (the dot+sftm readout lines of Fig. 8)."""
     cfg = ctx.config
     rot = None if cfg["rotation_seed"] < 0 else cfg["rotation_seed"]
     checks = []
     sequences = functools.cache(lambda kind, T, L: _sequences(cfg, kind, T, L))  # built only when needed
     for kind, T, L in _sets(cfg):
         if L > T:
-            from attnlab.core.params import ParameterError
             raise ParameterError(f"parameter 'sizes'/'exhaustive': [T, L] = [{T}, {L}] is not allowed; need L <= T")
         for variant, lv in BUILDS:
             key = {"variant": variant, "lin_version": lv, "T": T, "L": L, "set": kind, "rotation_seed": rot,

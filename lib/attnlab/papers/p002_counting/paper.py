@@ -1,0 +1,68 @@
+"""The numbers paper 002 prints (and the authors' code fixes) that this package uses, and the
+paper's training protocol. No logic: the chapters import these instead of repeating them.
+
+Sources: the paper's text and figures (arXiv 2407.11542), the authors' released code ([repo]),
+and where a value is derived rather than printed, the digest (/work/shared/digests), said so.
+"""
+
+# --- the task and the main setting (§3-§4) --------------------------------------------------------
+T = 32  # alphabet size of Figs. 1-6, 10-12
+L = 10  # sequence length
+
+# --- the training protocol (§4, App. D; [repo]) ---------------------------------------------------
+EPOCHS = 500
+BATCHES_PER_EPOCH = 313  # 10,000 fresh sequences per epoch in batches of 32
+STEPS = EPOCHS * BATCHES_PER_EPOCH  # 156,500 Adam steps per model
+BATCH_SIZE = 32
+LR = 1e-3  # constant
+ADAM_BETAS = (0.9, 0.98)
+ADAM_EPS = 1e-9
+EVAL_N = 3000  # eval sequences
+EVAL_EVERY = BATCHES_PER_EPOCH  # an eval every epoch (the "best_val_acc" of Fig. 10)
+EVAL_SEED = 12  # the code's eval-set seed
+RUNS = 5  # independent runs per configuration
+SEEDS = [0, 1, 2, 3, 4]
+
+# The keys of a sweep's training protocol (sweeps.TRAINING_PARAMS) at the paper's values.
+PROTOCOL = dict(steps=STEPS, batch_size=BATCH_SIZE, lr=LR, lr_end=LR, eval_n=EVAL_N, eval_every=EVAL_EVERY)
+
+# --- the (d, p) grid of Figs. 1, 2, 10-14 -------------------------------------------------------
+GRID = [1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128]  # the code's grid (the text says 12 values)
+
+# Figs. 13, 14 (App. D.4, D.5): [T, L] settings, Fig. 1's first; T = 64 is swept on the powers of two.
+FIG13_14_SETTINGS = [[32, 10], [64, 10], [32, 15]]
+FIG13_POW2_T = [64]
+
+# --- the variants in the order of the §5.1 plots: relation-capable first, inventory-only last ----
+ORDER = ("dot", "bos", "bos+sftm", "dot+sftm", "lin", "lin+sftm")
+
+# --- Fig. 3, Fig. 15 (§5.1, App. D.6): bos+sftm, T = 32, L = 10, d = 45, p = 2 ---------------------
+FIG3_MODEL = dict(T=32, L=10, d=45, p=2)
+FIG3_ACCURACY = 0.999
+FIG3_SEQUENCE = [1, 1, 2, 1, 1, 1, 3, 4, 4, 4]  # B B C B B B D E E E
+PROBE_TOKENS = [1, 2, 3, 4]  # B, C, D, E
+
+# --- Figs. 4, 5 (§5.1): dot+sftm [T, d, p] = [32, 32, 32], lin+sftm [64, 128, 128] ---------------
+FIG4_MODEL = [32, 32, 32]
+FIG4_ACCURACY = 0.9947
+FIG5_MODEL = [64, 128, 128]
+FIG5_ACCURACY = 0.9997
+SIMPLEX_TOKENS = [1, 2, 3]  # B, C, D
+
+# --- Fig. 7 (§5.2): the caption (dot, T = 64, L = 10, p = 128) and the authors' notebook -----------
+FIG7_T = 64
+FIG7_D = [4, 8, 16, 32, 64]
+FIG7_P = 128
+FIG7_NOTEBOOK_P = 64  # dot+sftm in the notebook
+FIG7_NOTEBOOK_WORST = {8: 0.815, 32: 0.972}  # worst of 5 dot+sftm runs, by d
+
+# --- §5.2, App. B: bounds and the binary-code construction --------------------------------------
+WELCH_32_12 = 0.2319  # W(T = 32, d = 12)
+THRESHOLD_LIN = 0.0588  # 1/(2L − 3) at L = 10
+THRESHOLD_DOT = 0.2425  # (2L − 3)^(−1/2) at L = 10
+# eqs. 50 / 62 / 72 / 93 at the Fig. 13 and Fig. 14 settings (the digest's evaluation of the formulas)
+MIN_D_FIG13_14 = {(64, 10): (53, 54, 14, 9), (32, 15): (31, 32, 15, 8)}
+BINARY_ALPHA = 0.01  # the α coordinate of the token embeddings (App. B.3.1)
+CIRCLE_ALPHA = 1e-5  # the authors' α for the d' = 2 frame
+KAPPA_STAR = 25.22  # eq. 92 at T = 32, L = 10 with the bound ε of eq. 78
+KAPPA_STAR_CIRCLE = 4494  # eq. 92 for the d' = 2 frame (digest)
