@@ -11,5 +11,6 @@ VENUE = "ICML 2025"
 URL = "https://arxiv.org/abs/2410.01686"
 
 BOOK_ORDER: tuple[str, ...] = (
+    "parallel-algorithms",
     "hardmax-softmax-patterns",
 )
