@@ -13,4 +13,5 @@ URL = "https://arxiv.org/abs/2506.05678"
 BOOK_ORDER: tuple[str, ...] = (
     "thm41-tradeoff-bound",
     "allocation-rule",
+    "softmax-saturation",
 )
