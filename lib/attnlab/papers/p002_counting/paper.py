@@ -29,6 +29,10 @@ PROTOCOL = dict(steps=STEPS, batch_size=BATCH_SIZE, lr=LR, lr_end=LR, eval_n=EVA
 # --- the (d, p) grid of Figs. 1, 2, 10-14 -------------------------------------------------------
 GRID = [1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128]  # the code's grid (the text says 12 values)
 
+# Fig. 1's rows, left to right: with softmax (top), without (bottom).
+FIG1_TOP_ROW = ("bos+sftm", "dot+sftm", "lin+sftm")
+FIG1_BOTTOM_ROW = ("bos", "dot", "lin")
+
 # Figs. 13, 14 (App. D.4, D.5): [T, L] settings, Fig. 1's first; T = 64 is swept on the powers of two.
 FIG13_14_SETTINGS = [[32, 10], [64, 10], [32, 15]]
 FIG13_POW2_T = [64]

@@ -21,8 +21,8 @@ from .. import paper
 from ..reference import has_softmax
 from ..sweeps import FULL_TRAINING, TRAINING_PARAMS, grids, min_params_reaching, sweep_grid
 
-SOFTMAX = ("bos+sftm", "dot+sftm", "lin+sftm")  # Fig. 1 top row, left to right
-NO_SOFTMAX = ("bos", "dot", "lin")  # Fig. 1 bottom row
+SOFTMAX = paper.FIG1_TOP_ROW  # bos+sftm, dot+sftm, lin+sftm
+NO_SOFTMAX = paper.FIG1_BOTTOM_ROW  # bos, dot, lin
 RELATIONAL = ("bos", "dot", "bos+sftm")  # can count with p = 1 once d ≥ T (digest §4.14)
 INVENTORY = ("lin", "lin+sftm", "dot+sftm")  # need p ≥ T
 
