@@ -12,5 +12,6 @@ URL = "https://arxiv.org/abs/2410.01686"
 
 BOOK_ORDER: tuple[str, ...] = (
     "parallel-algorithms",
+    "benes-routing",
     "hardmax-softmax-patterns",
 )
