@@ -13,7 +13,7 @@ import torch
 
 from attnlab.core.experiment import Context
 from attnlab.core.fits import power_fit, presaturation
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, require_memory
 from attnlab.core.progress import tqdm
 from attnlab.core.train import linear_lr, MaskedAdam, train_replicas
 
@@ -28,13 +28,34 @@ TRAINING_PARAMS = (
     Param("N", "int", "vocabulary size; the sequences are all N^2 bigrams", min=2, max=2000),
     Param("seeds", "int", "parameter seeds per point (the paper: 5)", min=1, max=100),
     Param("steps", "int", "optimizer steps", min=1, max=1_000_000),
-    Param("batch_size", "int", "sequences per batch; 0 = the whole population every step (CI protocol)", min=0),
-    Param("n_batches", "int", "paper protocol: batches per epoch of the fixed sample", min=1),
+    Param("batch_size", "int", "sequences per batch; 0 = the whole population every step (CI protocol)", min=0,
+          max=65536),
+    Param("n_batches", "int", "paper protocol: batches per epoch of the fixed sample", min=1, max=4096),
     Param("lr_start", "float", "learning rate at the start (linear decay, stepped per epoch)", min=0.0, max=1.0),
     Param("lr_end", "float", "learning rate at the end", min=0.0, max=1.0),
-    Param("task_seed", "int", "seed of the random look-up table (shared by all replicas)", min=0),
+    Param("task_seed", "int", "seed of the random look-up table (shared by all replicas)", min=0, max=2**31 - 1),
     Param("chunk", "int", "replicas per tensor program: one resumable unit of work", min=1, max=4096),
 )
+
+
+def check_training_memory(ctx: Context, points: list[dict], n: int, layers: int = 1) -> None:
+    """Refuse (ParameterError) a program of `n` replicas of the largest of `points` whose float32
+    activations would not fit: logits [R, B, N] and per-head attention [R, B, H, S, S + 2 d_h],
+    for a training batch B (batch_size, or all N^2 sequences) and the all-pairs evaluation (the
+    estimate is 1.1-1.6 times the peak measured on CPU for N = 60-100, H = 11-31, d = 13-60)."""
+    cfg, S = ctx.config, 2
+    H, d = max(p["H"] for p in points), max(p["d"] for p in points)
+    d_h = max(p.get("d_h", p["d"]) for p in points)
+    w = max(p.get("mlp_width", p.get("w", 0)) for p in points)
+    per_seq = layers * (H * S * (S + 2 * d_h) + 2 * S * d + w)
+    population = cfg["N"] ** 2
+    batch = population if cfg["batch_size"] == 0 else cfg["batch_size"]
+    train = 4 * n * batch * (2 * cfg["N"] + 1.5 * per_seq)
+    evaluate = 4 * n * population * (cfg["N"] + per_seq)
+    sample = 16 * cfg["batch_size"] * cfg["n_batches"]
+    require_memory(max(train, evaluate) + sample, f"a program of {n} replicas (H={H}, d={d}, d_h={d_h})",
+                   {"N": cfg["N"], "chunk": cfg["chunk"], "batch_size": cfg["batch_size"],
+                    "n_batches": cfg["n_batches"]}, device=ctx.device)
 
 
 def train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
@@ -53,6 +74,7 @@ def train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
     def train(missing: list[int]):
         todo = sorted(missing, key=lambda i: (keys[i]["d"], keys[i]["d_h"], keys[i].get("mlp_width", 0),
                                               keys[i]["H"]))  # similar sizes share a program
+        check_training_memory(ctx, [points[i] for i in todo], min(cfg["chunk"], len(todo)))
         tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
         tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
         chunks = []  # one program per (param, with or without MLP): attention-only replicas skip the padded MLP
@@ -201,6 +223,7 @@ def train_deep_points(ctx: Context, points: list[dict], desc: str) -> list[dict]
         # Similar sizes share a program (less padding); MLP replicas together (the MLP runs on them only).
         todo = sorted(missing, key=lambda i: (points[i]["w"] > 0, points[i]["H"], points[i]["d"], points[i]["d_h"],
                                               points[i]["w"]))
+        check_training_memory(ctx, [points[i] for i in todo], min(cfg["chunk"], len(todo)), cfg["layers"])
         tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
         tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
         chunks = [todo[i:i + cfg["chunk"]] for i in range(0, len(todo), cfg["chunk"])]

@@ -7,16 +7,17 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, require_memory
 from attnlab.core.progress import tqdm
 
 from .. import constructions
 
 
 LEMMA2 = (
-    Param("configs", "int_rows", "[N, S, d, H, T_0] rows", min=1, width=5),
+    Param("configs", "int_rows", "[N, S, d, H, T_0] rows", min=1, max=4096, width=5),
     Param("seeds", "int", "independent draws per config and W_QK choice (Lemma 3: generic draws)", min=1, max=1000),
-    Param("sweep", "int_rows", "configs [N, S, d, H, T_0max] whose rank is traced for T_0 = 1 ... T_0max", min=1, width=5),
+    Param("sweep", "int_rows", "configs [N, S, d, H, T_0max] whose rank is traced for T_0 = 1 ... T_0max", min=1, max=4096,
+          width=5),
 )
 
 
@@ -24,6 +25,10 @@ def compute_lemma2(ctx: Context) -> dict:
     """Computes (no training) the rank of the attention feature matrix F for each config, W_QK choice and
     seed, and along T_0 for the sweep configs; the result holds the ranks, expected ranks and singular values."""
     cfg = ctx.config
+    for name in ("configs", "sweep"):
+        for N, S, d, H, T_0 in cfg[name]:  # W_QK [H, d, d] and the features [T_0, H d] in float64, with SVD copies
+            require_memory(8 * (3 * H * d * d + 4 * T_0 * (H * d + S * d + N)), f"a row of {name!r}",
+                           {name: [N, S, d, H, T_0]}, device=ctx.device)
     rows = []
     jobs = [(c, qk, s) for c in cfg["configs"] for qk in constructions.LEMMA2_QK_VARIANTS for s in range(cfg["seeds"])]
     for (N, S, d, H, T_0), qk, s in tqdm(jobs, desc="Lemma 2 ranks", disable=not ctx.progress):

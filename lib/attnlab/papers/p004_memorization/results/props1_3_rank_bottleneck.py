@@ -22,7 +22,7 @@ PROPS = (
     Param("N", "int", "vocabulary size", min=2, max=64),
     Param("S", "int", "context length; the sequences are all N^S of them", min=1, max=4),
     Param("alpha", "float", "Dirichlet concentration of the conditionals pi_t", min=1e-3, max=1e3),
-    Param("pi_seed", "int", "seed of the conditionals", min=0),
+    Param("pi_seed", "int", "seed of the conditionals", min=0, max=2**31 - 1),
     Param("d_list", "int_list", "embedding dimensions of the optimal-encoder fits", min=1, max=64),
     Param("restarts", "int", "LBFGS runs per d (the first from the SVD start)", min=1, max=20),
     Param("max_iter", "int", "LBFGS iterations per run", min=1, max=100_000),

@@ -8,7 +8,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, require_memory
 from attnlab.core.progress import tqdm
 
 from .. import constructions
@@ -16,9 +16,9 @@ from ..reference import EXACT, forward_per_head, forward_replica, forward_stacke
 
 
 SETUP = (
-    Param("configs", "int_rows", "model configs [N, S, d, d_h, H]; d_h <= d", min=1, width=5),
+    Param("configs", "int_rows", "model configs [N, S, d, d_h, H]; d_h <= d", min=1, max=4096, width=5),
     Param("n_seq", "int", "sequences evaluated per config (all N^S when fewer)", min=1, max=100_000),
-    Param("seed", "int", "seed of the random weights and sequences", min=0),
+    Param("seed", "int", "seed of the random weights and sequences", min=0, max=2**31 - 1),
 )
 
 
@@ -30,6 +30,9 @@ def compute_setup(ctx: Context) -> dict:
     for N, S, d, d_h, H in tqdm(cfg["configs"], desc="Eqs. 1-2", disable=not ctx.progress):
         if d_h > d:
             raise ParameterError(f"parameter 'configs': row {[N, S, d, d_h, H]} has d_h={d_h} > d={d} (footnote 1)")
+        n = min(cfg["n_seq"], N**S)  # float64 weights, logits [n, N] (five forwards and an SVD), attention
+        require_memory(8 * (H * d * (4 * d_h + d) + 2 * N * d + 8 * n * N + 4 * n * H * S * (S + d_h)),
+                       "a row of 'configs'", {"configs": [N, S, d, d_h, H], "n_seq": cfg["n_seq"]}, device=ctx.device)
         key = {"unit": "setup", "N": N, "S": S, "d": d, "d_h": d_h, "H": H, "n_seq": cfg["n_seq"], "seed": cfg["seed"]}
 
         def compute(N=N, S=S, d=d, d_h=d_h, H=H):

@@ -13,11 +13,11 @@ from .. import bounds
 
 
 TABLE1 = (
-    Param("S", "int", "context length", min=1),
-    Param("N", "int", "vocabulary size", min=2),
-    Param("d", "int", "embedding dimension", min=2),
-    Param("d_h", "int", "head dimension (≤ d)", min=1),
-    Param("H_max", "int", "largest number of heads", min=1),
+    Param("S", "int", "context length", min=1, max=4096),
+    Param("N", "int", "vocabulary size", min=2, max=10**6),
+    Param("d", "int", "embedding dimension", min=2, max=65536),
+    Param("d_h", "int", "head dimension (≤ d)", min=1, max=65536),
+    Param("H_max", "int", "largest number of heads", min=1, max=10**6),
     Param("eps", "float", "approximation level for the ε-rows", min=1e-12, max=0.999),
 )
 

@@ -24,10 +24,10 @@ THM1EPS = (
     Param("H_list", "int_list", "numbers of heads; K = H d_h + d sequences are interpolated", min=0, max=10_000),
     Param("zipf", "float", "Zipf exponent of the prior over sequences (ranks in random order)", min=0.0, max=10.0),
     Param("alpha", "float", "Dirichlet concentration of the conditionals", min=1e-3, max=1e3),
-    Param("pi_seed", "int", "seed of the prior and the conditionals", min=0),
+    Param("pi_seed", "int", "seed of the prior and the conditionals", min=0, max=2**31 - 1),
     Param("restarts", "int", "LBFGS runs of the optimal-encoder fit", min=1, max=20),
     Param("max_iter", "int", "LBFGS iterations per run", min=1, max=100_000),
-    Param("seed", "int", "seed of the generic draws of the construction", min=0),
+    Param("seed", "int", "seed of the generic draws of the construction", min=0, max=2**31 - 1),
     Param("qk", "str", "W_QK of each head", choices=("rank1", "full")),
 )
 

@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, require_memory
 from attnlab.core.progress import tqdm
 
 
 
 THM1 = (
-    Param("configs", "int_rows", "model configs [N, S, d, d_h, H] (S may exceed d)", min=1, width=5),
-    Param("offsets", "int_list", "T_0 - capacity values to build at (capacity = H d_h + d)", min=-10_000),
+    Param("configs", "int_rows", "model configs [N, S, d, d_h, H] (S may exceed d)", min=1, max=4096, width=5),
+    Param("offsets", "int_list", "T_0 - capacity values to build at (capacity = H d_h + d)", min=-10_000,
+          max=10_000),
     Param("rank_sweep", "int_rows", "configs [N, S, d, d_h, H] whose rank of F is traced for T_0 = d + 1 ... cap + 10",
-          min=1, width=5),
+          min=1, max=4096, width=5),
     Param("qk", "str", "W_QK of each head: rank1 (Remark 2) or full (d_h x d factors)", choices=("rank1", "full")),
-    Param("seed", "int", "seed of the generic draws and of the look-up table", min=0),
+    Param("seed", "int", "seed of the generic draws and of the look-up table", min=0, max=2**31 - 1),
 )
 
 
@@ -47,6 +48,11 @@ def compute_thm1(ctx: Context) -> dict:
     from ..constructions import paper_parameter_count
 
     cfg = ctx.config
+    for name, extra in (("configs", max(cfg["offsets"] + [0])), ("rank_sweep", 10)):
+        for N, S, d, d_h, H in cfg[name]:  # the largest build: F [T_0, H d_h + d] and W_OV, float64, with lstsq copies
+            T_0 = H * max(d, d_h) + d + extra
+            require_memory(8 * (4 * T_0 * (H * max(d, d_h) + d + N + S) + H * d * (d + 2 * d_h) + N * d),
+                           f"a row of {name!r} (T_0 up to {T_0})", {name: [N, S, d, d_h, H]}, device=ctx.device)
     builds = []
     for N, S, d, d_h, H in tqdm(cfg["configs"], desc="constructions", disable=not ctx.progress):
         cap = H * min(d, d_h) + d

@@ -7,7 +7,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, require_memory
 from attnlab.core.progress import tqdm
 
 from .. import theorem2 as t2
@@ -15,12 +15,14 @@ from ..paper import DIGEST_MEAN_BOUND
 
 
 THM2 = (
-    Param("configs", "int_rows", "[N, d] pairs: vocabulary size and embedding dimension", min=2, width=2),
+    Param("configs", "int_rows", "[N, d] pairs: vocabulary size and embedding dimension", min=2, max=100_000,
+          width=2),
     Param("eta_max", "float_list", "noise levels: eta ~ U(0, eta_max) per sequence", min=1e-12, max=1.0),
     Param("eta_grid", "float_list", "fixed noise levels of the curve against eta", min=1e-12, max=1.0),
     Param("n_seq", "int", "sequences per (config, noise level)", min=2, max=100_000),
-    Param("alpha", "float", "Dirichlet concentration of the noise q on the N - 1 other tokens", min=1e-6),
-    Param("seed", "int", "seed of W, g and the noise", min=0),
+    Param("alpha", "float", "Dirichlet concentration of the noise q on the N - 1 other tokens", min=1e-6,
+          max=1e6),
+    Param("seed", "int", "seed of W, g and the noise", min=0, max=2**31 - 1),
 )
 
 
@@ -79,6 +81,9 @@ def compute_thm2(ctx: Context) -> dict:
     """Builds (no training) Theorem 2's encoder for each (N, d) and evaluates the KL and the bound on
     sampled sequences over the eta grid; the result holds one row per config and the two-level example."""
     cfg = ctx.config
+    for N, d in cfg["configs"]:  # W [N, d], its coherence [N, N] and [n_seq, N] distributions, float64
+        require_memory(8 * (3 * N * N + 6 * cfg["n_seq"] * N + 2 * N * d), "a row of 'configs'",
+                       {"configs": [N, d], "n_seq": cfg["n_seq"]}, device=ctx.device)
     rows = [_thm2_config(ctx, N, d) for N, d in tqdm(cfg["configs"], desc="Theorem 2 configs",
                                                        disable=not ctx.progress)]
     return {"config": cfg, "rows": rows, "two_level": t2.two_level_q_example()}
