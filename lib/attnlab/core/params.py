@@ -139,7 +139,7 @@ def available_memory(device: Any = "cpu") -> int:
 
 
 def require_memory(nbytes: float, what: str, names: Mapping[str, Any], device: Any = "cpu",
-                   fraction: float = 0.8) -> None:
+                   fraction: float = 1.0) -> None:
     """Refuse (ParameterError, one line) a computation whose estimated memory `nbytes` exceeds
     `fraction` of what the machine has (`available_memory`). `what`: the dominant allocation,
     e.g. "the attention scores, N**2 * S float64"; `names`: the parameters that set it."""
@@ -162,8 +162,8 @@ def resolve(params: tuple[Param, ...], presets: Mapping[str, Mapping[str, Any]],
             overrides: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     """The preset of `scale` with `overrides` applied (None = keep the preset), all validated."""
     specs = {p.name: p for p in COMMON + tuple(params)}
-    if scale not in presets:
-        raise ParameterError(f"parameter 'scale': value {scale!r} is not allowed; "
+    if not isinstance(scale, str) or scale not in presets:
+        raise ParameterError(f"parameter 'scale': value {_short(scale)} is not allowed; "
                              f"choose one of {', '.join(presets)}")
     unknown = sorted(set(overrides) - set(specs))
     if unknown:
