@@ -12,4 +12,8 @@ URL = "https://arxiv.org/abs/2509.22840"
 
 BOOK_ORDER: tuple[str, ...] = (
     "construction-one-hot",
+    "construction-compressive",
+    "noise-budget",
+    "softmax-construction",
+    "lower-bounds",
 )

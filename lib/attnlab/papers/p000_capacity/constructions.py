@@ -261,11 +261,12 @@ def separation(S: np.ndarray, truth: np.ndarray, tau: float) -> dict:
 
 def softmax_sum(c: QKConstruction, X: np.ndarray, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 2 on contexts (n, ell): per head L = S^(k)/sqrt(d_k), p^(k) = softmax over the
-    context (incl. j = i), A = sum_k p^(k). Returns (A, P) with P the per-head masses (h, n, ell, ell)."""
-    Xc = X[contexts]  # (n, ell, d)
+    context (incl. j = i), A = sum_k p^(k). Returns (A, P) with P the per-head masses (h, n, ell, ell).
+    Each head's full m x m score matrix is computed once and gathered per context."""
     P = np.empty((c.h,) + contexts.shape + (contexts.shape[1],))
+    rows, cols = contexts[:, :, None], contexts[:, None, :]
     for k in range(c.h):
-        L = np.einsum("npd,nqd->npq", Xc @ c.W_Q[k], Xc @ c.W_K[k]) / np.sqrt(c.d_k)
+        L = head_scores(c, X, k)[rows, cols] / np.sqrt(c.d_k)
         L -= L.max(axis=2, keepdims=True)
         E = np.exp(L)
         P[k] = E / E.sum(axis=2, keepdims=True)
