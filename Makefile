@@ -8,7 +8,7 @@ export ATTNLAB_THREADS := 1
 export OMP_NUM_THREADS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test install check clean
+.PHONY: book test install check clean browser
 
 install: $(STAMP)
 
@@ -27,9 +27,14 @@ book: $(STAMP)
 # Unit tests, nbval over every executed notebook in book/ (2 workers, claims tables compared)
 # and a strict book build (tests/test_book.py::test_strict_book_build). Results are recomputed in a
 # fresh store.
-test: $(STAMP)
+test: $(STAMP) browser
 	ATTNLAB_STORE=$$(mktemp -d) $(BIN)/python -m pytest -n 2 --dist loadfile --nbval-lax \
 		--durations=15 lib tests book
+
+# The browser test (tests/test_browser.py) looks at the built book in Debian's headless Chromium.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 check: $(STAMP)
 	$(BIN)/attnlab check

@@ -1,9 +1,11 @@
 """The "paper vs this run" table: one row per checkable claim, with a verdict.
 
-Verdicts: "holds" / "fails" (checked here), "not run" (the measurement needs another scale).
+Verdicts: "holds" / "fails" (checked here), "not run" (the measurement needs another scale),
+"inconclusive" (cannot separate the claim from its alternative), "consistency check" (arithmetic,
+shapes, definitions: never counted as a reproduction).
 A claim `asserted` at this scale raises `ClaimFailed` after the table is shown if it fails,
 so the chapter (and CI) fails. The table renders as Markdown in the book and as the same
-stable, rounded text for nbval, which compares it cell by cell.
+stable, rounded text for nbval, which compares it cell by cell; the book shows an HTML table.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any
 
 VERDICT_MARK = {"holds": "✅ holds", "fails": "❌ fails", "not run": "⏳ not run",
                 "inconclusive": "❔ inconclusive", "consistency check": "🔁 consistency check"}
+VERDICT_COLOR = {"holds": "#1a7f37", "fails": "#cf222e", "not run": "#6e7781", "inconclusive": "#9a6700",
+                 "consistency check": "#0969da"}
 SOURCES = ("text", "figure", "data", "digest", "")  # where a paper value comes from: the paper's text
 # or tables, a read-off of its figure, the authors' released data or code, the digest's derivation
 LEGEND = ("✅ holds: the claim is reproduced by this run, within the stated tolerance. "
@@ -103,8 +107,22 @@ class ClaimsTable:
     def __repr__(self) -> str:  # text/plain: what nbval compares
         return self.markdown()
 
-    def _repr_markdown_(self) -> str:  # what the book shows
-        return self.markdown()
+    def _repr_html_(self) -> str:  # what the book shows: an HTML table, the verdict coloured
+        import html
+
+        cols = ("#", "claim", "paper", "this run", "tolerance", "verdict", "asserted")
+        head = "".join(f"<th>{c}</th>" for c in cols)
+        body = []
+        for c in self.rows:
+            paper = html.escape(c.paper) + (f' <span class="claims-source">({html.escape(c.source)})</span>'
+                                            if c.source else "")
+            cells = [html.escape(c.key), html.escape(c.text), paper, html.escape(c.ours), html.escape(c.tolerance),
+                     f'<span class="verdict" style="color:{VERDICT_COLOR[c.verdict]};font-weight:600">'
+                     f"{html.escape(VERDICT_MARK[c.verdict])}</span>", "yes" if c.asserted else "no"]
+            body.append(f'<tr class="verdict-{c.verdict.replace(" ", "-")}">' + "".join(f"<td>{x}</td>" for x in cells)
+                        + "</tr>")
+        return ('<div class="claims-table" style="overflow-x:auto"><table class="claims">'
+                f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
     def show(self) -> None:
         """Display the table (Markdown in the book, text for nbval), then `check`."""
