@@ -13,7 +13,7 @@ import pytest
 from attnlab.core.experiment import OPERATIONAL
 from attnlab.core.params import SCALES
 from attnlab.notebooks import toc_files
-from attnlab.papers import PAPERS, packages, registry, results_modules
+from attnlab.papers import PAPERS, packages, registry, results_modules, unplaced
 from conftest import REPO
 
 LIB = REPO / "lib" / "attnlab"
@@ -29,6 +29,10 @@ def test_every_paper_package_declares_its_identity():
         assert pkg.URL.startswith("https://"), pkg.URL
         assert len(set(pkg.BOOK_ORDER)) == len(pkg.BOOK_ORDER), f"{pkg.ID}: a slug twice in BOOK_ORDER"
     assert len(PAPERS) == len({p.ID for p in packages()})
+
+
+def test_every_chapter_is_placed_in_book_order():
+    assert unplaced() == {}, f"chapters not in BOOK_ORDER, or BOOK_ORDER slugs without a module: {unplaced()}"
 
 
 @pytest.mark.parametrize("exp", EXPS, ids=[e.id for e in EXPS])
