@@ -1,8 +1,10 @@
 """The "paper vs this run" table: one row per checkable claim, with a verdict.
 
-Verdicts: "holds" / "fails" (checked here), "not run" (the measurement needs another scale),
-"inconclusive" (cannot separate the claim from its alternative), "consistency check" (arithmetic,
-shapes, definitions: never counted as a reproduction).
+Verdicts: "reproduced" / "fails" (a measured value against the paper's, within a stated tolerance),
+"inconclusive" (the check cannot separate the claim from its alternative at this scale), "not run"
+(paper scale only; the command that runs it), "consistency check" (arithmetic, shapes, definitions,
+a value a formula fixes: shown, never counted as a reproduction). Each row says where its paper value
+comes from (`source`: the paper's text, a figure read-off, the authors' released data).
 A claim `asserted` at this scale raises `ClaimFailed` after the table is shown if it fails,
 so the chapter (and CI) fails. The table renders as Markdown in the book and as the same
 stable, rounded text for nbval, which compares it cell by cell; the book shows an HTML table.
@@ -14,14 +16,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-VERDICT_MARK = {"holds": "✅ holds", "fails": "❌ fails", "not run": "⏳ not run",
-                "inconclusive": "❔ inconclusive", "consistency check": "🔁 consistency check"}
-VERDICT_COLOR = {"holds": "#1a7f37", "fails": "#cf222e", "not run": "#6e7781", "inconclusive": "#9a6700",
+VERDICT_MARK = {"reproduced": "✅ reproduced", "fails": "❌ fails", "inconclusive": "❔ inconclusive",
+                "not run": "⏳ not run", "consistency check": "🔁 consistency check"}
+KINDS = tuple(VERDICT_MARK)  # only "reproduced" counts as a reproduction
+VERDICT_COLOR = {"reproduced": "#1a7f37", "fails": "#cf222e", "not run": "#6e7781", "inconclusive": "#9a6700",
                  "consistency check": "#0969da"}
 SOURCES = ("text", "figure", "data", "digest", "")  # where a paper value comes from: the paper's text
 # or tables, a read-off of its figure, the authors' released data or code, the digest's derivation
-LEGEND = ("✅ holds: the claim is reproduced by this run, within the stated tolerance. "
-          "❌ fails: it is not. ⏳ not run: the measurement needs another scale (see 'At paper scale'). "
+LEGEND = ("✅ reproduced: measured by this run and within the stated tolerance of the paper's value. "
+          "❌ fails: measured, and not within it. ❔ inconclusive: this scale cannot tell the claim from its "
+          "alternative. ⏳ not run: paper scale only (the command is in the tolerance column). "
+          "🔁 consistency check: arithmetic, shapes or definitions, never counted as a reproduction. "
           "Column 'asserted': 'yes' means the chapter raises (and CI fails) if the claim fails at this scale.")
 
 
@@ -73,7 +78,12 @@ class ClaimsTable:
         one, within `tolerance`. holds=None: not measured at this scale."""
         if source not in SOURCES:
             raise ValueError(f"source {source!r}: choose one of {SOURCES}")
-        verdict = "not run" if holds is None else ("holds" if holds else "fails")
+        if holds is not None and not tolerance:
+            raise ValueError(f"claim {key}: a measured row needs a tolerance")
+        if holds is not None and paper is ours and not isinstance(paper, (int, float)):
+            raise ValueError(f"claim {key}: the paper value and this run's are the same object; "
+                             "a value compared with itself is a consistency check")
+        verdict = "not run" if holds is None else ("reproduced" if holds else "fails")
         self.rows.append(Claim(key, text, fmt(paper), fmt(ours), tolerance, verdict, asserted and holds is not None,
                                source))
         return self
@@ -101,8 +111,12 @@ class ClaimsTable:
     def markdown(self) -> str:
         head = "| # | claim | paper | this run | tolerance | verdict | asserted |\n|---|---|---|---|---|---|---|\n"
         return head + "\n".join(
-            f"| {c.key} | {c.text} | {c.paper} | {c.ours} | {c.tolerance} | {VERDICT_MARK[c.verdict]} | "
-            f"{'yes' if c.asserted else 'no'} |" for c in self.rows)
+            f"| {c.key} | {c.text} | {c.paper}{f' ({c.source})' if c.source else ''} | {c.ours} | {c.tolerance} | "
+            f"{VERDICT_MARK[c.verdict]} | {'yes' if c.asserted else 'no'} |" for c in self.rows)
+
+    def counts(self) -> dict[str, int]:
+        """How many rows of each verdict kind."""
+        return {k: sum(c.verdict == k for c in self.rows) for k in KINDS}
 
     def __repr__(self) -> str:  # text/plain: what nbval compares
         return self.markdown()
