@@ -13,5 +13,6 @@ URL = "https://arxiv.org/abs/2506.05678"
 BOOK_ORDER: tuple[str, ...] = (
     "thm41-tradeoff-bound",
     "allocation-rule",
+    "fig2-ngram-heads",
     "softmax-saturation",
 )

@@ -1,0 +1,140 @@
+"""The trainable model of Fig. 2: a one-layer Transformer encoder, replica-batched.
+
+Per replica (the pre-norm layer of torch's nn.TransformerEncoderLayer(norm_first=True), with a
+linear embedding of the d-dimensional input and a linear readout back to R^d):
+
+    h_0 = W_E x_t + b_E + PE_t                           (sinusoidal PE, Vaswani et al.)
+    h_1 = h_0 + W_out MHA(LN_1(h_0)) + b_out             (H heads of dimension D / H, causal mask)
+    h_2 = h_1 + W_2 ReLU(W_1 LN_2(h_1) + b_1) + b_2
+    y_t = W_R h_2 + b_R
+
+Replicas share D and the sequence length (one residual width per program); they may differ in
+the head count H, the FFN width and the seed. Heads are a partition of the D query/key/value
+coordinates, so replicas with the same H are attended together, one group per distinct H.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+
+from attnlab.core.replica import ReplicaModule, replica_generator, uniform_init
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    """Input dimension d, model dimension D, heads H (dividing D), FFN width, seed."""
+
+    d: int
+    D: int
+    H: int
+    ffn: int
+    seed: int = 0
+    causal: bool = True
+
+    def __post_init__(self):
+        if min(self.d, self.D, self.H) < 1 or self.ffn < 0:
+            raise ValueError(f"EncoderConfig needs d, D, H >= 1 and ffn >= 0; got {self}")
+        if self.D % self.H:
+            raise ValueError(f"EncoderConfig: H={self.H} heads must divide D={self.D}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.D // self.H
+
+    def seed_config(self) -> dict:
+        return {"model": "encoder1", **{k: v for k, v in asdict(self).items() if k != "seed"}}
+
+
+def sinusoidal(L: int, D: int, dtype=torch.float32) -> torch.Tensor:
+    """PE[t, 2i] = sin(t / 10000^{2i/D}), PE[t, 2i+1] = cos(...)  ([L, D])."""
+    pos = torch.arange(L, dtype=torch.float64).unsqueeze(1)
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, D, 2, dtype=torch.float64) / D)
+    pe = torch.zeros(L, D, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)[:, : D // 2]
+    return pe.to(dtype)
+
+
+def _layer_norm(x: torch.Tensor, g: torch.Tensor, b: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    mu = x.mean(-1, keepdim=True)
+    var = x.var(-1, unbiased=False, keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps) * g + b
+
+
+class ReplicaEncoder(ReplicaModule):
+    """R one-layer encoders. forward(x [R, B, L, d]) -> [R, B, L, d]."""
+
+    def __init__(self, configs: list[EncoderConfig], L: int, dtype=torch.float32, device="cpu"):
+        super().__init__(len(configs), dtype, device)
+        shared = {(c.d, c.D, c.causal) for c in configs}
+        if len(shared) != 1:
+            raise ValueError(f"replicas of one program must share d, D and causal; got {sorted(shared)}")
+        self.configs = list(configs)
+        d, D, self.causal = next(iter(shared))
+        F = max(1, max(c.ffn for c in configs))
+        for name, shape in [("W_E", (D, d)), ("b_E", (D,)), ("ln1_g", (D,)), ("ln1_b", (D,)), ("W_in", (3 * D, D)),
+                            ("b_in", (3 * D,)), ("W_out", (D, D)), ("b_out", (D,)), ("ln2_g", (D,)), ("ln2_b", (D,)),
+                            ("W_1", (F, D)), ("b_1", (F,)), ("W_2", (D, F)), ("b_2", (D,)), ("W_R", (d, D)), ("b_R", (d,))]:
+            self.add(name, shape)
+        self.register_buffer("pe", sinusoidal(L, D, dtype).to(self.device))
+        self.groups: list[tuple[int, torch.Tensor]] = []
+        for H in sorted({c.H for c in configs}):
+            idx = torch.tensor([r for r, c in enumerate(configs) if c.H == H], device=self.device)
+            self.groups.append((H, idx))
+        order = torch.cat([idx for _, idx in self.groups])
+        self.register_buffer("unpermute", torch.argsort(order))
+        for r, c in enumerate(configs):
+            self.init_replica(r, c)
+
+    def init_replica(self, r: int, c: EncoderConfig) -> None:
+        """torch's defaults, drawn from (config, seed) alone: Linear weights and biases
+        U(+-1/sqrt(fan_in)); the attention in-projection Xavier-uniform with zero biases; LN 1, 0."""
+        gen = replica_generator(c.seed_config(), c.seed)
+        d, D, F = c.d, c.D, c.ffn
+        self.place("W_E", r, uniform_init(gen, (D, d), d))
+        self.place("b_E", r, uniform_init(gen, (D,), d))
+        bound = math.sqrt(6.0 / (D + 3 * D))
+        self.place("W_in", r, (torch.rand((3 * D, D), generator=gen, dtype=torch.float64) * 2 - 1) * bound)
+        self.place("b_in", r, torch.zeros(3 * D, dtype=torch.float64))
+        self.place("W_out", r, uniform_init(gen, (D, D), D))
+        self.place("b_out", r, torch.zeros(D, dtype=torch.float64))
+        for n in ("ln1", "ln2"):
+            self.place(n + "_g", r, torch.ones(D, dtype=torch.float64))
+            self.place(n + "_b", r, torch.zeros(D, dtype=torch.float64))
+        if F:
+            self.place("W_1", r, uniform_init(gen, (F, D), D))
+            self.place("b_1", r, uniform_init(gen, (F,), D))
+            self.place("W_2", r, uniform_init(gen, (D, F), F))
+        self.place("b_2", r, uniform_init(gen, (D,), max(F, 1)) if F else torch.zeros(D, dtype=torch.float64))
+        self.place("W_R", r, uniform_init(gen, (d, D), D))
+        self.place("b_R", r, uniform_init(gen, (d,), D))
+
+    @staticmethod
+    def _lin(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """x [R, B, L, i] @ W[r]^T + b[r] -> [R, B, L, o]."""
+        R, B, L, i = x.shape
+        return (torch.bmm(x.reshape(R, B * L, i), W.transpose(1, 2)) + b.unsqueeze(1)).view(R, B, L, -1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        R, B, L, _ = x.shape
+        w = self.w
+        h = self._lin(x, w("W_E"), w("b_E")) + self.pe[:L]
+        a = _layer_norm(h, w("ln1_g").view(R, 1, 1, -1), w("ln1_b").view(R, 1, 1, -1))
+        q, k, v = self._lin(a, w("W_in"), w("b_in")).chunk(3, dim=-1)
+        D = q.shape[-1]
+        outs = []
+        for H, idx in self.groups:
+            K = D // H
+            def split(t):
+                return t.index_select(0, idx).view(len(idx) * B, L, H, K).transpose(1, 2)  # [Rg B, H, L, K]
+            o = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=self.causal)
+            outs.append(o.transpose(1, 2).reshape(len(idx), B, L, D))
+        o = torch.cat(outs, 0).index_select(0, self.unpermute)
+        h = h + self._lin(o, w("W_out"), w("b_out"))
+        f = _layer_norm(h, w("ln2_g").view(R, 1, 1, -1), w("ln2_b").view(R, 1, 1, -1))
+        h = h + self._lin(torch.relu(self._lin(f, w("W_1"), w("b_1"))), w("W_2"), w("b_2"))
+        return self._lin(h, w("W_R"), w("b_R"))

@@ -1,0 +1,64 @@
+import pytest
+import torch
+
+from attnlab.core.train import MaskedAdam
+from attnlab.papers.p003_allocation import tasks as T
+from attnlab.papers.p003_allocation.models import EncoderConfig, ReplicaEncoder
+
+
+def _torch_layer(model: ReplicaEncoder, r: int, c: EncoderConfig):
+    layer = torch.nn.TransformerEncoderLayer(c.D, c.H, dim_feedforward=c.ffn, dropout=0.0, norm_first=True,
+                                             batch_first=True, dtype=torch.float64)
+    s = model.replica_state(r)
+    with torch.no_grad():
+        layer.self_attn.in_proj_weight.copy_(s["W_in"]); layer.self_attn.in_proj_bias.copy_(s["b_in"])
+        layer.self_attn.out_proj.weight.copy_(s["W_out"]); layer.self_attn.out_proj.bias.copy_(s["b_out"])
+        layer.norm1.weight.copy_(s["ln1_g"]); layer.norm1.bias.copy_(s["ln1_b"])
+        layer.norm2.weight.copy_(s["ln2_g"]); layer.norm2.bias.copy_(s["ln2_b"])
+        layer.linear1.weight.copy_(s["W_1"]); layer.linear1.bias.copy_(s["b_1"])
+        layer.linear2.weight.copy_(s["W_2"]); layer.linear2.bias.copy_(s["b_2"])
+    return layer, s
+
+
+def test_forward_equals_torch_encoder_layer():
+    L = 6
+    cfgs = [EncoderConfig(3, 8, h, 16, seed=1) for h in (1, 2, 4, 8)]
+    model = ReplicaEncoder(cfgs, L, dtype=torch.float64)
+    x = torch.randn(2, L, 3, dtype=torch.float64)
+    out = model(x.expand(4, -1, -1, -1))
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(L, dtype=torch.float64)
+    for r, c in enumerate(cfgs):
+        layer, s = _torch_layer(model, r, c)
+        layer.eval()
+        h = x @ s["W_E"].T + s["b_E"] + model.pe[:L]
+        want = layer(h, src_mask=mask) @ s["W_R"].T + s["b_R"]
+        assert torch.allclose(out[r], want, atol=1e-12), r
+
+
+def test_replica_alone_equals_replica_in_batch():
+    task = T.ConvTask(d=2, L=6)
+    x, y = T.sample(task, 4, torch.Generator().manual_seed(0), torch.float64)
+    def run(cfgs, steps=3):
+        m = ReplicaEncoder(cfgs, task.L, dtype=torch.float64)
+        opt = MaskedAdam(list(m.parameters()))
+        for _ in range(steps):
+            for p in m.parameters():
+                p.grad = None
+            loss = ((m(x.expand(len(cfgs), -1, -1, -1)) - y) ** 2).mean((1, 2, 3))
+            loss.sum().backward()
+            opt.step(torch.full((len(cfgs),), 1e-2, dtype=torch.float64), torch.ones(len(cfgs), dtype=torch.bool))
+        return m
+    c = EncoderConfig(2, 8, 2, 8, seed=3)
+    alone = run([c]).replica_state(0)
+    batch = run([EncoderConfig(2, 8, 4, 16, 0), c, EncoderConfig(2, 8, 1, 4, 5)]).replica_state(1)
+    for k in alone:
+        # the key bias has an exactly zero gradient (softmax ignores a constant shift), so Adam
+        # turns its 1e-17 rounding noise into updates of size lr * noise / eps ~ 1e-11
+        assert torch.allclose(alone[k], batch[k], atol=1e-10 if k == "b_in" else 1e-13), k
+
+
+def test_bad_config():
+    with pytest.raises(ValueError):
+        EncoderConfig(2, 8, 3, 8)
+    with pytest.raises(ValueError):
+        ReplicaEncoder([EncoderConfig(2, 8, 2, 8), EncoderConfig(2, 16, 2, 8)], 4)
