@@ -31,6 +31,13 @@ def test_every_paper_package_declares_its_identity():
     assert len(PAPERS) == len({p.ID for p in packages()})
 
 
+def test_every_results_module_defines_experiments():
+    for pkg in packages():
+        for m in results_modules(pkg):
+            assert isinstance(getattr(m, "EXPERIMENTS", None), (tuple, list)) and m.EXPERIMENTS, \
+                f"{m.__name__} defines no EXPERIMENTS"
+
+
 def test_every_chapter_is_placed_in_book_order():
     assert unplaced() == {}, f"chapters not in BOOK_ORDER, or BOOK_ORDER slugs without a module: {unplaced()}"
 

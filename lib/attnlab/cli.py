@@ -48,14 +48,14 @@ def cmd_list(args) -> int:
     from .notebooks import read_timings, stale_reason
 
     timings = read_timings()
-    rows = [("result", "paper figure/theorem", "status", "CI time")]
+    rows = [("result", "paper figure/theorem", "scales", "status", "CI time")]
     for exp in registry().values():
         if args.paper and not exp.paper.startswith(args.paper):
             continue
         status = stale_reason(exp) or "up to date"
         t = timings.get(exp.id, {}).get("seconds")
-        rows.append((exp.id, exp.label, status, f"{t} s" if t else "–"))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        rows.append((exp.id, exp.label, ", ".join(exp.presets), status, f"{t} s" if t else "–"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     return EXIT_OK
@@ -102,7 +102,20 @@ def cmd_run(args) -> int:
               f"(executed notebook: {notebook})", file=sys.stderr)
         return EXIT_FAILED
     print(f"{exp.id}: executed in {seconds:.1f} s -> {notebook}")
+    print(claims_summary(notebook))
     return EXIT_OK
+
+
+def claims_summary(notebook: Path) -> str:
+    """One line: how many claims of the executed chapter are reproduced, fail, … (its claims table)."""
+    from .core.claims import KINDS
+    from .notebooks import _counts, claims_of
+
+    rows = claims_of(notebook)
+    if not rows:
+        return "claims: no claims table in the executed notebook"
+    n = _counts(rows)
+    return "claims: " + ", ".join(f"{n[k]} {k}" for k in KINDS if n[k])
 
 
 def cmd_book(args) -> int:
@@ -138,10 +151,20 @@ def cmd_scorecard(args) -> int:
     return EXIT_OK
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("attnlab")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnlab", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n".join(__doc__.split("\n")[2:]))
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("list", help="every result with its chapter, status and CI time")
@@ -154,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "with --headless only the experiment runs (no Jupyter needed, e.g. on a GPU box). "
                                    "Results go to the result store (results/SCALE/), so a rerun resumes.")
     p.add_argument("result", help="result id, e.g. 004-memorization/fig1a-accuracy-vs-heads (see `attnlab list`)")
-    p.add_argument("--scale", default="ci", help="preset: ci (default), medium, full")
+    p.add_argument("--scale", default="ci", help="preset: ci (default; seconds on one CPU thread) or full (the paper's "
+                                                 "protocol); a few chapters also define medium (see `attnlab list`)")
     p.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="override a parameter, e.g. -p seeds 2 -p H_list '[1,4,8]' (repeatable)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto (default): CUDA when present")

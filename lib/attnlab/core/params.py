@@ -167,8 +167,12 @@ def resolve(params: tuple[Param, ...], presets: Mapping[str, Mapping[str, Any]],
                              f"choose one of {', '.join(presets)}")
     unknown = sorted(set(overrides) - set(specs))
     if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(str(unknown[0]), list(specs), n=2, cutoff=0.6)
+        hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
         raise ParameterError(f"unknown parameter {unknown[0]!r}{' for ' + where if where else ''}; "
-                             f"allowed: {', '.join(sorted(specs))}")
+                             f"{hint}allowed: {', '.join(sorted(specs))}")
     values: dict[str, Any] = {"device": "auto", **presets[scale], "scale": scale}
     for name, value in overrides.items():
         if value is not None:  # None keeps the preset's value

@@ -54,7 +54,7 @@ def unplaced() -> dict[str, list[str]]:
     results module defines."""
     out = {}
     for pkg in packages():
-        exps = {e.id.split("/", 1)[1] for m in results_modules(pkg) for e in m.EXPERIMENTS}
+        exps = {e.id.split("/", 1)[1] for m in results_modules(pkg) for e in getattr(m, "EXPERIMENTS", ())}
         bad = sorted(exps - set(pkg.BOOK_ORDER)) + [f"{s} (no results module)" for s in pkg.BOOK_ORDER if s not in exps]
         if bad:
             out[pkg.ID] = bad
@@ -63,14 +63,37 @@ def unplaced() -> dict[str, list[str]]:
 
 @functools.cache
 def registry() -> dict[str, Experiment]:
-    """Every chapter's experiment of every paper, by id, in book order (chapters that BOOK_ORDER does
-    not place yet are left out; see `unplaced`)."""
+    """Every chapter's experiment of every paper, by id, in book order. A slug's module is
+    `results/<slug with underscores>.py`; twin chapters are found in the module they share. Modules
+    that BOOK_ORDER does not need are not imported, so a chapter in progress breaks nothing (the
+    contract test imports them all; see `unplaced`)."""
     out: dict[str, Experiment] = {}
     for pkg in packages():
-        exps = {e.id.split("/", 1)[1]: e for m in results_modules(pkg) for e in m.EXPERIMENTS}
+        results = importlib.import_module(f"{pkg.__name__}.results")
+        names = [m.name for m in pkgutil.iter_modules(results.__path__) if not m.name.endswith("_test")]
+        found: dict[str, Experiment] = {}
+        errors: list[str] = []
+
+        def load(name: str) -> None:
+            try:
+                module = importlib.import_module(f"{results.__name__}.{name}")
+            except Exception as err:  # reported below only if a needed chapter stays missing
+                errors.append(f"results/{name}.py: {type(err).__name__}: {err}")
+                return
+            found.update({e.id.split("/", 1)[1]: e for e in getattr(module, "EXPERIMENTS", ())})
+
         for slug in pkg.BOOK_ORDER:
-            if slug in exps:
-                out[exps[slug].id] = exps[slug]
+            if slug.replace("-", "_") in names and slug not in found:
+                load(slug.replace("-", "_"))
+        for name in names:
+            if any(s not in found for s in pkg.BOOK_ORDER):
+                load(name)
+        missing = [s for s in pkg.BOOK_ORDER if s not in found]
+        if missing:
+            raise RuntimeError(f"{pkg.__name__}: no results module defines {missing}" +
+                               ("; " + "; ".join(errors) if errors else ""))
+        for slug in pkg.BOOK_ORDER:
+            out[found[slug].id] = found[slug]
     return out
 
 
@@ -80,7 +103,8 @@ def get(result_id: str) -> Experiment:
 
     reg = registry()
     if result_id not in reg:
-        close = difflib.get_close_matches(result_id, reg, n=3, cutoff=0.5)
+        close = [r for r in reg if result_id.lower() in r.lower()][:3] or difflib.get_close_matches(
+            result_id, reg, n=3, cutoff=0.5)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
         raise ParameterError(f"unknown result {result_id!r}; {hint}known results: {', '.join(reg)}")
     return reg[result_id]
