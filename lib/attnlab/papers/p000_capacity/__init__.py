@@ -15,5 +15,6 @@ BOOK_ORDER: tuple[str, ...] = (
     "construction-compressive",
     "noise-budget",
     "softmax-construction",
+    "general-embeddings",
     "lower-bounds",
 )
