@@ -15,6 +15,7 @@ registry ignore and `quarantined()` (hence `attnlab check`) reports.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import os
@@ -48,7 +49,9 @@ def _checksum(result: Any) -> str:
     return hashlib.sha256(canonical_json(result).encode()).hexdigest()
 
 
+@functools.cache
 def git_commit() -> str:
+    """The commit this process runs (looked up once: every stored entry records it)."""
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
                              capture_output=True, text=True, timeout=5)
