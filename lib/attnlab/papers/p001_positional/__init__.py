@@ -12,6 +12,7 @@ URL = "https://arxiv.org/abs/2410.01686"
 
 BOOK_ORDER: tuple[str, ...] = (
     "parallel-algorithms",
+    "architecture",
     "pcoc-compiler",
     "benes-routing",
     "hardmax-softmax-patterns",

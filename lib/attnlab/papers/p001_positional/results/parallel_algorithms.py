@@ -13,6 +13,7 @@ from attnlab.core.params import Param
 
 from .. import constructions as C
 from ..reference import forward
+from ..tasks import sample_lists
 
 PARAMS = (
     Param("n_max", "int", "largest n checked on every permutation of 0..n−1", min=2, max=8),
@@ -48,13 +49,6 @@ def run_model(name: str, x: np.ndarray, mode: str, T: float = 30.0, rounds: int 
     return y[:, -1] if name == "tree-min" else y
 
 
-def sample_inputs(rng: np.random.Generator, samples: int, n: int, c: float) -> np.ndarray:
-    """§7's data at scale c: bounds γ_l ≤ γ_u uniform in [−2c, 2c], entries uniform between them
-    (no rejection step: these models are not trained, every input is a test input)."""
-    g = np.sort(rng.uniform(-2 * c, 2 * c, size=(samples, 2)), axis=1)
-    return g[:, :1] + (g[:, 1:] - g[:, :1]) * rng.uniform(size=(samples, n))
-
-
 def _exhaustive(n_max: int) -> list[dict]:
     rows = []
     for n in range(1, n_max + 1):
@@ -62,8 +56,10 @@ def _exhaustive(n_max: int) -> list[dict]:
         row = {"n": n, "perms": len(perms)}
         for name in MODELS:
             P, layers, _, ref = build(name, n)
-            row[name] = {"layers": len(layers), "heads": layers[0].heads,
-                         "exact": bool(np.array_equal(run_model(name, perms * 1e6, "hardmax"), ref(perms * 1e6)))}
+            out, want = run_model(name, perms * 1e6, "hardmax"), ref(perms * 1e6)
+            good = np.all((out == want).reshape(len(perms), -1), axis=1)
+            row[name] = {"layers": len(layers), "heads": layers[0].heads, "exact": bool(good.all()),
+                         "exact_count": int(good.sum())}
         short = C.oets_reference(perms, max(n - 1, 0))
         row["oets_n_minus_1_sorted"] = float(np.mean(np.all(short == np.sort(perms, 1), axis=1)))
         row["oets_n_sorted"] = float(np.mean(np.all(C.oets_reference(perms, n) == np.sort(perms, 1), axis=1)))
@@ -79,7 +75,7 @@ def _scale_sweep(cfg: dict) -> dict:
     rng = np.random.default_rng(cfg["seed"])
     out = {name: {"hardmax_rel": [], **{f"T={T:g}": [] for T in cfg["temperatures"]}} for name in MODELS}
     for c in cfg["scales"]:
-        x = sample_inputs(rng, cfg["samples"], cfg["n"], c)
+        x = sample_lists(rng, cfg["samples"], cfg["n"], c, reject=False)  # untrained: every input is a test input
         for name in MODELS:
             ref = build(name, cfg["n"])[3](x)
             err = np.abs(run_model(name, x, "hardmax") - ref).max()
@@ -106,18 +102,18 @@ def claims(result: dict) -> ClaimsTable:
     n_max = ex[-1]["n"]
     for key, name, what in (("1", "prefix-sum", "cumulative sum"), ("2", "prefix-min", "cumulative min"),
                             ("3", "tree-min", "min (tree, orange arrows)")):
-        ok = all(r[name]["exact"] for r in ex)
+        frac = sum(r[name]["exact_count"] for r in ex) / sum(r["perms"] for r in ex)
         t.add(key, f"Fig. 7: ⌈log₂ n⌉ positional layers with 2 heads compute the {what} exactly "
-              f"(every permutation, n ≤ {n_max}, values ×10⁶)", paper="exact", ours="exact" if ok else "wrong",
-              holds=ok, tolerance="bit-exact", asserted=True, source="text")
+              f"(fraction of all permutations of n ≤ {n_max}, values ×10⁶, bit-exact)", paper=1.0, ours=frac,
+              holds=frac == 1.0, tolerance="= 1", asserted=True, source="text")
     shape_ok = all(r[nm]["layers"] == C.rounds_for(r["n"]) and r[nm]["heads"] == 2 for r in ex
                    for nm in ("prefix-sum", "prefix-min", "tree-min"))
     t.consistency("4", "layers = ⌈log₂ n⌉ and heads = 2 for the scan and tree models (§6, App. G)",
                   expected="⌈log₂ n⌉, 2", ours="⌈log₂ n⌉, 2" if shape_ok else "other", holds=shape_ok, asserted=True)
-    ok = all(r["odd-even-sort"]["exact"] for r in ex)
+    frac = sum(r["odd-even-sort"]["exact_count"] for r in ex) / sum(r["perms"] for r in ex)
     t.add("5", f"Fig. 7: odd–even transposition sort as a positional Transformer sorts every permutation "
-          f"(n ≤ {n_max}; n rounds + 1 read-out layer, 4 heads)", paper="sorted", ours="sorted" if ok else "wrong",
-          holds=ok, tolerance="bit-exact", asserted=True, source="text")
+          f"(fraction sorted, n ≤ {n_max}; n rounds + 1 read-out layer, 4 heads)", paper=1.0, ours=frac,
+          holds=frac == 1.0, tolerance="= 1", asserted=True, source="text")
     sw = result["sweep"]
     worst = max(max(sw[m]["hardmax_rel"]) for m in MODELS)
     t.add("6", f"the constructions are exact out of distribution: largest hardmax error / ‖x‖∞ over "

@@ -1,0 +1,209 @@
+"""The positional and the standard Transformer of App. D.1.1, replica-batched.
+
+Eq. (1) layer: F(X) = Φ( (⊕_h A_h X W_V^h) W_O ⊕ X ), the residual *concatenated*, Φ a 2-layer
+ReLU MLP (2E → hidden → E) whose output replaces X. Attention (with 1/√d_k scaling, as the
+authors' code; the theory absorbs it into W_Q):
+  positional (Eq. 3): A_h = softmax((P W_Q^h + b_Q)(P W_K^h + b_K)^T / √d_k), P = one-hot of the
+  n + 1 nodes (n inputs and one scratchpad node holding 0), the same in every layer, so A does
+  not depend on the input;
+  standard (Eq. 2): the same with X in place of P, and P concatenated to the input value.
+A linear encoder (input → E) and decoder (E → 1 per node) surround the L = ⌈log₂ n⌉ + 1 layers;
+the scratchpad's output is dropped. Per-head q/k dimension: d_P = n + 1 (positional) or E
+(standard), as in the authors' code (the paper says "n"); value dimension E/H per head.
+
+Replicas (leading axis R) share n, kind, layers and heads, and may differ in E, hidden, q/k
+dimension and seed; padded entries are masked (`ReplicaModule`), so a replica computes exactly what it
+computes alone. Initialisation as the authors' code: Xavier-uniform Q/K/V/O weights with zero
+biases, PyTorch's default U(±1/√fan_in) for the encoder, decoder and MLP.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+
+from attnlab.core.replica import ReplicaModule, replica_generator, uniform_init
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    n: int = 8  # input length (the paper: 8)
+    kind: str = "positional"  # positional | standard
+    heads: int = 2
+    embed: int = 64  # E, the encoder's output and every layer's width
+    hidden: int = 64  # the MLP's hidden width
+    layers: int | None = None  # None: ⌈log₂ n⌉ + 1 (App. D.1.1)
+    qk_dim: int | None = None  # per-head q/k dimension; None: n + 1 (positional) or E (standard)
+
+    def __post_init__(self):
+        if self.kind not in ("positional", "standard"):
+            raise ValueError(f"kind {self.kind!r}: choose positional or standard")
+        if self.embed % self.heads:
+            raise ValueError(f"embed {self.embed} must be a multiple of heads {self.heads}")
+
+    @property
+    def nodes(self) -> int:
+        return self.n + 1  # the inputs and one scratchpad node
+
+    @property
+    def depth(self) -> int:
+        return self.layers if self.layers is not None else math.ceil(math.log2(self.n)) + 1
+
+    @property
+    def d_in(self) -> int:
+        return 1 if self.kind == "positional" else 1 + self.nodes
+
+    @property
+    def d_qk_in(self) -> int:
+        return self.nodes if self.kind == "positional" else self.embed
+
+    @property
+    def d_k(self) -> int:
+        if self.qk_dim is not None:
+            return self.qk_dim
+        return self.nodes if self.kind == "positional" else self.embed
+
+    @property
+    def d_v(self) -> int:
+        return self.embed // self.heads
+
+
+def parameter_count(c: ModelConfig) -> int:
+    """Closed form: encoder (d_in E + E), decoder (E + 1), and per layer Q/K (d_qk_in·2H d_k + 2H d_k),
+    V (E·E + E), O (E·E + E), MLP (2E·hidden + hidden + hidden·E + E)."""
+    E, Hd, H = c.embed, c.hidden, c.heads
+    per_layer = (c.d_qk_in * 2 * H * c.d_k + 2 * H * c.d_k + 2 * (E * E + E) + 2 * E * Hd + Hd + Hd * E + E)
+    return c.d_in * E + E + E + 1 + c.depth * per_layer
+
+
+def _xavier(gen: torch.Generator, shape: tuple[int, ...], fan_in: int, fan_out: int) -> torch.Tensor:
+    bound = math.sqrt(6.0 / (fan_in + fan_out))
+    return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * bound
+
+
+class Transformer(ReplicaModule):
+    """R replicas of the App. D.1.1 model. forward(x [B, n]) → predictions [R, B, n]."""
+
+    def __init__(self, configs: list[ModelConfig], seeds: list[int], dtype: torch.dtype = torch.float32,
+                 device: str | torch.device = "cpu"):
+        super().__init__(len(configs), dtype, device)
+        c0 = configs[0]
+        shared = ("n", "kind", "heads", "depth")
+        for c in configs:
+            if any(getattr(c, a) != getattr(c0, a) for a in shared):
+                raise ValueError(f"replicas must share {shared}; got {c} and {c0}")
+        self.configs, self.seeds = list(configs), list(seeds)
+        self.kind, self.n, self.H, self.L = c0.kind, c0.n, c0.heads, c0.depth
+        self.dk = max(c.d_k for c in configs)
+        E = max(c.embed for c in configs)
+        Hd = max(c.hidden for c in configs)
+        dv = max(c.d_v for c in configs)
+        d_in, d_qk = c0.d_in, (c0.nodes if c0.kind == "positional" else E)
+        self.add("enc_W", (d_in, E)); self.add("enc_b", (E,))
+        self.add("dec_W", (E, 1)); self.add("dec_b", (1,))
+        for l in range(self.L):
+            for nm, shape in (("q_W", (self.H, d_qk, self.dk)), ("q_b", (self.H, self.dk)),
+                              ("k_W", (self.H, d_qk, self.dk)), ("k_b", (self.H, self.dk)),
+                              ("v_W", (self.H, E, dv)), ("v_b", (self.H, dv)),
+                              ("o_W", (self.H, dv, E)), ("o_b", (E,)),
+                              ("m1a_W", (E, Hd)), ("m1h_W", (E, Hd)), ("m1_b", (Hd,)), ("m2_W", (Hd, E)), ("m2_b", (E,))):
+                self.add(f"{nm}{l}", shape)
+        self.register_buffer("P", torch.eye(c0.nodes, dtype=dtype, device=self.device))
+        self.register_buffer("qk_scale", torch.tensor([1 / math.sqrt(c.d_k) for c in configs], dtype=dtype,
+                                                      device=self.device))
+        for r, (c, s) in enumerate(zip(configs, seeds)):
+            self._init_replica(r, c, s)
+
+    def _init_replica(self, r: int, c: ModelConfig, seed: int) -> None:
+        g = replica_generator(asdict(c), seed)
+        E, Hd, H, dk, dv = c.embed, c.hidden, c.heads, c.d_k, c.d_v
+        self.place("enc_W", r, uniform_init(g, (c.d_in, E), c.d_in))
+        self.place("enc_b", r, uniform_init(g, (E,), c.d_in))
+        for l in range(c.depth):
+            qk = _xavier(g, (c.d_qk_in, 2 * H * dk), c.d_qk_in, 2 * H * dk)  # one fused Q/K map, as the code
+            self.place(f"q_W{l}", r, qk[:, : H * dk].reshape(c.d_qk_in, H, dk).transpose(0, 1))
+            self.place(f"k_W{l}", r, qk[:, H * dk:].reshape(c.d_qk_in, H, dk).transpose(0, 1))
+            self.place(f"q_b{l}", r, torch.zeros(H, dk)); self.place(f"k_b{l}", r, torch.zeros(H, dk))
+            v = _xavier(g, (E, E), E, E)
+            self.place(f"v_W{l}", r, v.reshape(E, H, dv).transpose(0, 1)); self.place(f"v_b{l}", r, torch.zeros(H, dv))
+            o = _xavier(g, (E, E), E, E)
+            self.place(f"o_W{l}", r, o.reshape(H, dv, E)); self.place(f"o_b{l}", r, torch.zeros(E))
+            m1 = uniform_init(g, (2 * E, Hd), 2 * E)  # one Linear(2E, hidden), stored as its two halves
+            self.place(f"m1a_W{l}", r, m1[:E]); self.place(f"m1h_W{l}", r, m1[E:])
+            self.place(f"m1_b{l}", r, uniform_init(g, (Hd,), 2 * E))
+            self.place(f"m2_W{l}", r, uniform_init(g, (Hd, E), Hd))
+            self.place(f"m2_b{l}", r, uniform_init(g, (E,), Hd))
+        self.place("dec_W", r, uniform_init(g, (E, 1), E))
+        self.place("dec_b", r, uniform_init(g, (1,), E))
+
+    def _embed(self, x: torch.Tensor) -> torch.Tensor:
+        """Values [B, n] → node features [B, n + 1, d_in] (scratchpad 0; P appended for standard)."""
+        B = x.shape[0]
+        v = torch.cat([x.to(self.dtype), torch.zeros(B, 1, dtype=self.dtype, device=x.device)], dim=1).unsqueeze(-1)
+        if self.kind == "standard":
+            v = torch.cat([v, self.P.expand(B, -1, -1)], dim=-1)
+        return v
+
+    def attention(self, l: int, h: torch.Tensor | None = None) -> torch.Tensor:
+        """Layer l's attention: [R, H, nodes, nodes] (positional, input-free) or [R, B, H, nodes, nodes]."""
+        qW, qb, kW, kb = (self.w(f"{nm}{l}") for nm in ("q_W", "q_b", "k_W", "k_b"))
+        if self.kind == "positional":
+            q = torch.einsum("np,rhpk->rhnk", self.P, qW) + qb.unsqueeze(2)
+            k = torch.einsum("np,rhpk->rhnk", self.P, kW) + kb.unsqueeze(2)
+            return torch.softmax(q @ k.transpose(-1, -2) * self.qk_scale.view(-1, 1, 1, 1), dim=-1)
+        q = torch.einsum("rbne,rhek->rbhnk", h, qW) + qb[:, None, :, None, :]
+        k = torch.einsum("rbne,rhek->rbhnk", h, kW) + kb[:, None, :, None, :]
+        return torch.softmax(q @ k.transpose(-1, -2) * self.qk_scale.view(-1, 1, 1, 1, 1), dim=-1)
+
+    def forward(self, x: torch.Tensor, return_attention: bool = False):
+        X = self._embed(x)  # [B, nodes, d_in]
+        h = torch.einsum("bnd,rde->rbne", X, self.w("enc_W")) + self.w("enc_b")[:, None, None, :]
+        maps = []
+        for l in range(self.L):
+            A = self.attention(l, h)
+            v = torch.einsum("rbne,rhed->rbhnd", h, self.w(f"v_W{l}")) + self.w(f"v_b{l}")[:, None, :, None, :]
+            heads = (A.unsqueeze(1) if A.dim() == 4 else A) @ v  # [R, B, H, nodes, dv]
+            attn = torch.einsum("rbhnd,rhde->rbne", heads, self.w(f"o_W{l}")) + self.w(f"o_b{l}")[:, None, None, :]
+            # Eq. (1): Φ(attn ⊕ h), the residual concatenated; [attn, h] @ W1 = attn @ W1a + h @ W1h
+            hid = torch.relu(attn @ self.w(f"m1a_W{l}").unsqueeze(1) + h @ self.w(f"m1h_W{l}").unsqueeze(1)
+                             + self.w(f"m1_b{l}")[:, None, None, :])
+            h = hid @ self.w(f"m2_W{l}").unsqueeze(1) + self.w(f"m2_b{l}")[:, None, None, :]
+            maps.append(A)
+        y = (h @ self.w("dec_W").unsqueeze(1)).squeeze(-1) + self.w("dec_b")[:, None, :]
+        y = y[:, :, : self.n]  # drop the scratchpad
+        return (y, maps) if return_attention else y
+
+    def n_params(self, r: int) -> int:
+        """Replica r's parameter count (unpadded entries)."""
+        return int(sum(getattr(self, nm + "_mask")[r].sum().item() for nm in self._names))
+
+
+def replica_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean squared error of each replica: pred [R, B, n], target [B, n] → [R]."""
+    return ((pred - target.unsqueeze(0)) ** 2).mean(dim=(1, 2))
+
+
+def to_reference(model: Transformer, r: int):
+    """Replica r of a positional model as float64 Eq.-(1) weights for `reference.forward`:
+    (P, layers, (enc_W, enc_b), (dec_W, dec_b)); the 1/√d_k scale is folded into W_Q. Needs zero
+    Q/K/V/O biases (as initialised); raises otherwise."""
+    import numpy as np
+
+    from .reference import Layer
+
+    if model.kind != "positional":
+        raise ValueError("only positional models have input-free attention to export")
+    st = {k: v.double().numpy() for k, v in model.replica_state(r).items()}
+    c = model.configs[r]
+    for l in range(c.depth):
+        if any(np.abs(st[f"{nm}{l}"]).max() > 0 for nm in ("q_b", "k_b", "v_b", "o_b")):
+            raise ValueError("to_reference needs zero Q/K/V/O biases (the reference Eq. 1 has none)")
+    layers = []
+    for l in range(c.depth):
+        W_O = np.concatenate([st[f"o_W{l}"][h] for h in range(c.heads)], axis=0)
+        W1 = np.concatenate([st[f"m1a_W{l}"], st[f"m1h_W{l}"]], axis=0)
+        layers.append(Layer(st[f"q_W{l}"] / math.sqrt(c.d_k), st[f"k_W{l}"], st[f"v_W{l}"], W_O,
+                            ((W1, st[f"m1_b{l}"]), (st[f"m2_W{l}"], st[f"m2_b{l}"]))))
+    return np.eye(c.nodes), layers, (st["enc_W"], st["enc_b"]), (st["dec_W"], st["dec_b"])
