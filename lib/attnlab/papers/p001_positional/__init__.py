@@ -17,4 +17,5 @@ BOOK_ORDER: tuple[str, ...] = (
     "parallel-algorithms",  # App. A.3, Fig. 7
     "benes-routing",  # App. A.4, Fig. 8; App. B.2, Lemma B.1
     "hardmax-softmax-patterns",  # App. B.3, Lemma B.3; App. B.5, Remark B.6
+    "ood-sampling",  # App. E, Fig. 35
 )
