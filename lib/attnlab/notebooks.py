@@ -362,7 +362,12 @@ def toc_files() -> list[str]:
 
 def check() -> list[str]:
     """Fast static checks; returns one line per problem (empty: all good)."""
+    from .core.store import quarantined
+
     problems = []
+    for path in quarantined(REPO_ROOT / "results" / "full"):
+        problems.append(f"{path.relative_to(REPO_ROOT)}: a corrupt results/full entry was moved aside here; "
+                        "recompute it (attnlab run ... --scale full --headless) and delete this file")
     listed = set(toc_files())
     timings = read_timings()
     for f in listed:
