@@ -29,6 +29,16 @@ PROTOCOL = dict(steps=STEPS, batch_size=BATCH_SIZE, lr=LR, lr_end=LR, eval_n=EVA
 # --- the (d, p) grid of Figs. 1, 2, 10-14 -------------------------------------------------------
 GRID = [1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128]  # the code's grid (the text says 12 values)
 
+# Fig. 2 (§5, read off the figure): parameters at which the running best first reaches ≈ 100 %,
+# (low, high) of the read-off range, per model.
+FIG2_PARAMS_AT_100 = {"bos+sftm": (300, 400), "dot+sftm": (2000, 2000), "lin+sftm": (4000, 5000),
+                      "dot": (700, 1000), "bos": (700, 1000), "lin": (3000, 3000)}
+FIG2_FLOOR = 0.2  # the accuracy floor of Fig. 2 (≈ 20 %, read off the figure)
+
+# Fig. 12 (App. D.3, read off the figure): learned − random accuracy for d < T, up to about +0.5 for
+# bos+sftm (d ≈ 4-8); ≈ 0 for d ≥ T.
+FIG12_BOS_SFTM_GAIN = 0.5
+
 # Fig. 1's rows, left to right: with softmax (top), without (bottom).
 FIG1_TOP_ROW = ("bos+sftm", "dot+sftm", "lin+sftm")
 FIG1_BOTTOM_ROW = ("bos", "dot", "lin")
@@ -64,6 +74,7 @@ FIG7_NOTEBOOK_WORST = {8: 0.815, 32: 0.972}  # worst of 5 dot+sftm runs, by d
 WELCH_32_12 = 0.2319  # W(T = 32, d = 12)
 THRESHOLD_LIN = 0.0588  # 1/(2L − 3) at L = 10
 THRESHOLD_DOT = 0.2425  # (2L − 3)^(−1/2) at L = 10
+MIN_D_LIN, MIN_D_DOT_P1, MIN_D_DOT_PT = 29, 30, 12  # §5.2: "for T = 32, L = 10 we obtain ... d ≥ 29, 30, 12"
 # eqs. 50 / 62 / 72 / 93 at the Fig. 13 and Fig. 14 settings (the digest's evaluation of the formulas)
 MIN_D_FIG13_14 = {(64, 10): (53, 54, 14, 9), (32, 15): (31, 32, 15, 8)}
 BINARY_ALPHA = 0.01  # the α coordinate of the token embeddings (App. B.3.1)

@@ -22,7 +22,8 @@ def _boundary(values: list[int], threshold: float) -> float:
 def phase_heatmap(ax, values: np.ndarray, d_list: list[int], p_list: list[int], *, T: int | None = None,
                   stars: np.ndarray | None = None, dots: np.ndarray | None = None, vmin: float = 0.0,
                   vmax: float = 1.0, cmap: str = "viridis", annotate: bool = True, fmt: str = "{:.0f}",
-                  scale: float = 100.0, d_bounds: dict[str, float] | None = None, title: str = ""):
+                  scale: float = 100.0, d_bounds: dict[str, float] | None = None, title: str = "",
+                  annot_size: float = 8):
     """values [len(d_list), len(p_list)] as a categorical heat map: d up, p right.
 
     T: white lines at d = T and p = T (between the cells below T and the cells from T on).
@@ -47,7 +48,7 @@ def phase_heatmap(ax, values: np.ndarray, d_list: list[int], p_list: list[int], 
                 v = values[i, j]
                 if np.isfinite(v):
                     dark = v < mid if cmap not in ("PuOr", "PuOr_r", "RdBu", "coolwarm") else abs(v) > (vmax - vmin) / 4
-                    ax.text(j, i, fmt.format(v * scale), ha="center", va="center", fontsize=7,
+                    ax.text(j, i, fmt.format(v * scale), ha="center", va="center", fontsize=annot_size,
                             color="white" if dark else "black")
     if T is not None:
         ax.axvline(_boundary(p_list, T), color="white", lw=1.5)
@@ -63,7 +64,7 @@ def phase_heatmap(ax, values: np.ndarray, d_list: list[int], p_list: list[int], 
         y = _boundary(d_list, bound)
         x0 = -0.5 if p_from is None else _boundary(p_list, p_from)
         ax.plot([x0, len(p_list) - 0.5], [y, y], color="tab:red", lw=1.4, ls=(0, (3, 2)))
-        ax.text(len(p_list) - 0.55, y + 0.04, f"{label}: d ≥ {bound:g}", color="tab:red", fontsize=7,
+        ax.text(len(p_list) - 0.55, y + 0.04, f"{label}: d ≥ {bound:g}", color="tab:red", fontsize=8,
                 va="bottom", ha="right", bbox=dict(facecolor="white", alpha=0.6, lw=0, pad=0.6))
     if title:
         ax.set_title(title, fontsize=10)
@@ -87,7 +88,7 @@ def accuracy_vs_params(ax, rows_by_variant: dict[str, list[dict]], colors: dict[
     ax.set_xscale("log")
     ax.set_xlabel("trainable parameters")
     ax.set_ylabel("accuracy (%)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     if title:
         ax.set_title(title, fontsize=10)
 
@@ -109,13 +110,49 @@ def plot_phase_row(axes, sweep: dict, variants, field: str = "mean", bounds_line
     return im
 
 
-def plot_params(ax, sweep: dict, variants, title: str = "") -> None:
+def plot_params(ax, sweep: dict, variants, title: str = "", paper_marks: bool = True) -> None:
     """Fig. 2: final accuracy of every run of a `sweeps.sweep_grid` result against its parameter
-    count, running best per variant, majority baseline 2/L."""
+    count, running best per variant, majority baseline 2/L. paper_marks: the paper's read-off
+    (T = 32, L = 10) of where each running best reaches ≈ 100 % (`paper.FIG2_PARAMS_AT_100`),
+    drawn as a horizontal bar at 100 % in the variant's colour, with grey ends."""
     accuracy_vs_params(ax, {v: sweep["rows"][v] for v in variants}, floor=sweep["majority"], title=title)
+    if paper_marks:
+        from .paper import FIG2_PARAMS_AT_100
+        colors = {"lin": "tab:blue", "lin+sftm": "tab:blue", "dot": "tab:red", "dot+sftm": "tab:red",
+                  "bos": "tab:orange", "bos+sftm": "tab:orange"}
+        for k, v in enumerate(variants):
+            lo, hi = FIG2_PARAMS_AT_100[v]
+            y = 101.5 + 1.5 * k
+            ax.plot([lo, hi] if hi > lo else [lo * 0.95, hi * 1.05], [y, y], color=colors[v], lw=4, alpha=0.6,
+                    solid_capstyle="butt")
+            ax.plot([lo, hi], [y, y], "|", color="gray", ms=8,
+                    label="paper, T = 32: ≈ 100 % from" if k == 0 else None)
+        ax.legend(fontsize=9, loc="lower right")
 
 
-def new_figure(n_panels: int, width: float = 4.2, height: float = 3.6):
-    """A row of n square-ish panels."""
-    fig, axes = plt.subplots(1, n_panels, figsize=(width * n_panels, height), squeeze=False)
-    return fig, axes[0]
+def plot_phase_grid(sweep: dict, variants, field: str = "mean", bounds_lines: bool = True, title: str = "",
+                    label: str = ""):
+    """`plot_phase_row` laid out for the page: at most two panels per row (three models: 2 + 1, the
+    colour bar in the free slot), 6.8 in wide. Returns the figure."""
+    n = len(variants)
+    ncols = 1 if n == 1 else 2
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.8, 3.1 * nrows), squeeze=False, constrained_layout=True)
+    flat = list(axes.ravel())
+    im = plot_phase_row(flat[:n], sweep, variants, field, bounds_lines=bounds_lines, title=title)
+    for ax in flat[n:]:
+        ax.axis("off")
+    fig.colorbar(im, ax=flat[n:] if len(flat) > n else flat, label=label or field, shrink=0.8,
+                 location="left" if len(flat) > n else "right")
+    return fig
+
+
+def new_figure(n_panels: int, width: float = 3.4, height: float = 3.0):
+    """n square-ish panels, at most two per row and 6.8 in wide; returns (fig, flat list of axes)."""
+    ncols = min(n_panels, 2)
+    nrows = -(-n_panels // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
+    flat = list(axes.ravel())
+    for ax in flat[n_panels:]:
+        ax.axis("off")
+    return fig, flat[:n_panels]
