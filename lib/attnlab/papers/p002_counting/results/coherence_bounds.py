@@ -75,38 +75,38 @@ def claims_coherence_bounds(result: dict) -> ClaimsTable:
     r = table[(32, 10)]
     names = {"lin": "lin, lin+sftm p = T", "dot_p1": "dot, bos p = 1", "dot_pT": "dot, bos p = T"}
     for key, m, eq in (("3a", "lin", "50"), ("3b", "dot_p1", "62"), ("3c", "dot_pT", "72")):
-        t.add(key, f"eq. {eq} at T = 32, L = 10 ({names[m]})", paper=r["paper"][m], ours=r[m],
+        t.consistency(key, f"eq. {eq} at T = 32, L = 10 ({names[m]})", expected=r["paper"][m], ours=r[m],
               holds=r[m] == r["paper"][m], tolerance="exact", asserted=True)
-    t.add("3d", "eq. 93 at T = 32, L = 10 (bos+sftm p = 1, dot+sftm p = T)", paper="⌈log₂ 33⌉ + 2 = 8",
+    t.consistency("3d", "eq. 93 at T = 32, L = 10 (bos+sftm p = 1, dot+sftm p = T)", expected="⌈log₂ 33⌉ + 2 = 8",
           ours=r["softmax_binary"], holds=r["softmax_binary"] == 8, tolerance="exact", asserted=True)
-    t.add("3e", "App. B.3.1 text: d = 7 for T = 32, L = 10 (erratum: eq. 93 gives 8)", paper=7,
+    t.consistency("3e", "App. B.3.1 text: d = 7 for T = 32, L = 10 (erratum: eq. 93 gives 8)", expected=7,
           ours=r["softmax_binary"], holds=r["softmax_binary"] == 7, tolerance="exact", asserted=False)
     for (TT, LL), want in paper.MIN_D_FIG13_14.items():
         got = tuple(table[(TT, LL)][m] for m in bounds.MODELS)
-        t.add("3f", f"eqs. 50 / 62 / 72 / 93 at T = {TT}, L = {LL} (Fig. {13 if TT == 64 else 14} setting)",
-              paper=" / ".join(map(str, want)), ours=" / ".join(map(str, got)), holds=got == want,
+        t.consistency("3f", f"eqs. 50 / 62 / 72 / 93 at T = {TT}, L = {LL} (Fig. {13 if TT == 64 else 14} setting)",
+                      expected=" / ".join(map(str, want)), ours=" / ".join(map(str, got)), holds=got == want,
               tolerance="exact", asserted=True)
     consistent = all(row[m] == row[f"{m}_welch"] for row in result["table"] for m in ("lin", "dot_p1", "dot_pT"))
-    t.add("3g", "closed forms = smallest d with W(T, d) below the threshold (every pair)", paper="equal",
+    t.consistency("3g", "closed forms = smallest d with W(T, d) below the threshold (every pair)", expected="equal",
           ours="equal" if consistent else "differ", holds=consistent, tolerance="exact", asserted=True)
     w = bounds.welch(32, 12)
-    t.add("3h", "Welch W(32, 12)", paper=paper.WELCH_32_12, ours=w, holds=abs(w - paper.WELCH_32_12) < 5e-5,
+    t.consistency("3h", "Welch W(32, 12)", expected=paper.WELCH_32_12, ours=w, holds=abs(w - paper.WELCH_32_12) < 5e-5,
           tolerance="± 5e-5", asserted=True)
     th = result["thresholds"]
-    t.add("3i", f"thresholds at L = {L}: 1/(2L−3) and (2L−3)^(−1/2)",
-          paper="0.0588 / 0.2425" if L == 10 else "–", ours=f"{th['lin']:.4f} / {th['dot_pT']:.4f}",
+    t.consistency("3i", f"thresholds at L = {L}: 1/(2L−3) and (2L−3)^(−1/2)",
+                  expected="0.0588 / 0.2425" if L == 10 else "–", ours=f"{th['lin']:.4f} / {th['dot_pT']:.4f}",
           holds=(abs(th["lin"] - paper.THRESHOLD_LIN) < 5e-5 and abs(th["dot_pT"] - paper.THRESHOLD_DOT) < 5e-5)
-          if L == 10 else None,
+          if L == 10 else True,
           tolerance="± 5e-5", asserted=True)
     frames = result["frames"]
     low = min(f["coherence"] / f["welch"] for f in frames if f["d"] < T) if any(
         f["d"] < T for f in frames) else float("nan")
-    t.add("W", "every optimised frame (d < T) has M ≥ W(T, d) (Welch is a theorem)", paper="M ≥ W",
+    t.consistency("W", "every optimised frame (d < T) has M ≥ W(T, d) (Welch is a theorem)", expected="M ≥ W",
           ours=f"least M / W = {low:.3f}", holds=bool(low >= 1 - 1e-9), tolerance="M / W ≥ 1", asserted=True)
     ratio = max(f["coherence"] / f["welch"] for f in frames if f["welch"] > 0) if any(
         f["welch"] > 0 for f in frames) else float("nan")
-    t.add("W2", "optimised frames come close to the Welch bound (largest M / W over d < T)",
-          paper="near W (Fickus & Mixon; gradient search)", ours=ratio, holds=bool(ratio <= 1.2),
+    t.consistency("W2", "optimised frames come close to the Welch bound (largest M / W over d < T)",
+                  expected="near W (Fickus & Mixon; gradient search)", ours=ratio, holds=bool(ratio <= 1.2),
           tolerance="≤ 1.2", asserted=False)
     # theorem check: construction exact whenever the frame's M is below the threshold
     for key, m, thr, label in (("9f", "dot_pT", th["dot_pT"], "dot p = T"), ("9g", "lin", th["lin"], "lin p = T"),
@@ -117,40 +117,42 @@ def claims_coherence_bounds(result: dict) -> ClaimsTable:
                         for f in ok)
             t.add(key, f"{label}: 100 % (paper readout) for every frame with M < {thr:.4f} "
                   f"(d ∈ {{{', '.join(str(f['constructions'][m]['d']) for f in ok)}}})",
-                  paper="100 %", ours=worst, holds=worst == 1.0, tolerance="exact", asserted=True)
+                  paper="100 %", ours=worst, holds=worst == 1.0, tolerance="exact", asserted=True, source="text")
         else:
-            t.add(key, f"{label}: 100 % for frames with M < {thr:.4f}", paper="100 %", ours="no such frame",
-                  holds=None, tolerance="exact")
+            t.inconclusive(key, f"{label}: 100 % for frames with M < {thr:.4f}", paper="100 %", ours="no such frame",
+                           why="no optimised frame in d_list is below the threshold", source="text")
     by_d = {f["d"]: f for f in frames}
     if 16 in by_d:
         f = by_d[16]
         acc = min(f["constructions"]["dot_pT"]["acc_paper_sample"], f["constructions"]["dot_pT"]["acc_paper_two_token"])
         t.add("9a", "dot p = T at d = 16: optimiser reaches M < 0.2425 and the construction 100 %",
               paper="d ≥ 12 suffices", ours=f"M = {f['coherence']:.3f}, acc {acc:.3f}",
-              holds=f["coherence"] < th["dot_pT"] and acc == 1.0, tolerance="100 %", asserted=False)
+              holds=f["coherence"] < th["dot_pT"] and acc == 1.0, tolerance="100 %", asserted=False, source="text")
     lin_ok = [f["d"] for f in frames if f["constructions"]["lin"]["acc_paper_sample"] == 1.0
               and f["constructions"]["lin"]["acc_paper_two_token"] == 1.0]
     lin_bad = [f for f in frames if f["coherence"] >= th["lin"]]
     if lin_bad:
         worst = max(f["constructions"]["lin"]["acc_paper_two_token"] for f in lin_bad)
-        t.add("9b", "lin p = T is < 100 % for every optimised frame with M ≥ 1/(2L−3)", paper="< 100 %",
-              ours=f"best {worst:.3f}", holds=worst < 1.0, tolerance="< 1", asserted=False)
+        t.consistency("9b", "lin p = T is < 100 % for every optimised frame with M ≥ 1/(2L−3) (the digest's "
+                      "measurement; the paper proves only that M < 1/(2L−3) suffices)", expected="< 100 %",
+                      ours=f"best {worst:.3f}", holds=worst < 1.0, tolerance="< 1", asserted=False)
     t.add("9c", f"smallest d in d_list where lin p = T reaches 100 % (bound: {table.get((T, L), {}).get('lin', '–')})",
           paper=table.get((T, L), {}).get("lin"), ours=min(lin_ok) if lin_ok else "none",
           holds=bool(lin_ok) and min(lin_ok) >= table[(T, L)]["lin"] if (T, L) in table else None,
-          tolerance="≥ the bound", asserted=False)
+          tolerance="≥ the bound", asserted=False, source="text")
     s = result["simplex"]["T8_L6"]
     t.add("9d", "regular simplex (T = 8, d = 7, L = 6; M = 1/7 > 1/9): lin p = T 100 % with a calibrated readout",
           paper="bound is sufficient only", ours=min(s["acc_calibrated_sample"], s["acc_calibrated_two_token"]),
           holds=s["acc_calibrated_two_token"] == 1.0 and s["acc_calibrated_sample"] == 1.0, tolerance="exact",
-          asserted=True)
+          asserted=True, source="text")
     one = [f for f in frames if th["dot_pT"] <= f["coherence"] < th["dot_pT_one_sided"]]
     if one:
         worst = min(min(f["constructions"]["dot_pT"]["acc_calibrated_sample"],
                         f["constructions"]["dot_pT"]["acc_calibrated_two_token"]) for f in one)
         t.add("9e", f"dot p = T with {th['dot_pT']:.3f} ≤ M < 1/√(L−1) = {th['dot_pT_one_sided']:.3f} "
               f"(d ∈ {{{', '.join(str(f['d']) for f in one)}}}): 100 % with a calibrated readout",
-              paper="not covered (eq. 71)", ours=worst, holds=worst == 1.0, tolerance="exact", asserted=False)
+              paper="not covered (eq. 71)", ours=worst, holds=worst == 1.0, tolerance="exact", asserted=False,
+              source="text")
     return t
 
 
