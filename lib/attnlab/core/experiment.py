@@ -7,12 +7,14 @@ reads and writes the result store, so a rerun resumes instead of starting over.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 from .device import select_device, set_threads
 from .params import COMMON, Param, resolve
+from .progress import tqdm
 from .store import REPO_ROOT, ResultStore, default_root
 
 
@@ -116,7 +118,9 @@ class Incomplete(RuntimeError):
 
 @dataclass
 class Context:
-    """What a compute function gets: its experiment, config, store, device and progress flag."""
+    """What a compute function gets: its experiment, config, store, device and progress flag, and
+    the backend that runs planned batches of units: "local" (in this process) or a
+    `attnlab.core.distributed.RayBackend` (each group a Ray task)."""
 
     experiment: Experiment
     config: dict[str, Any]
@@ -124,6 +128,24 @@ class Context:
     device: Any
     progress: bool = True
     readonly: bool = False  # True: never compute, raise MissingResult instead
+    backend: Any = None  # None: Context.default_backend ("local" unless inside `Context.using(...)`)
+
+    default_backend: ClassVar[Any] = "local"
+
+    def __post_init__(self):
+        if self.backend is None:
+            self.backend = Context.default_backend
+
+    @classmethod
+    @contextmanager
+    def using(cls, backend: Any) -> Iterator[Any]:
+        """Within the block, contexts created without a backend use `backend` (e.g. `Experiment.run`
+        under `attnlab run --backend ray`)."""
+        before, cls.default_backend = cls.default_backend, backend
+        try:
+            yield backend
+        finally:
+            cls.default_backend = before
 
     @property
     def run_info(self) -> dict:
@@ -132,7 +154,7 @@ class Context:
 
     def unit(self, key: dict, compute: Callable[[], Any]) -> Any:
         """The stored result of one unit of work `key`; if absent, `compute()` it (timed) and store
-        it, or raise MissingResult when the context is read-only."""
+        it, or raise MissingResult when the context is read-only. Always computed in this process."""
         found = self.store.get(key)
         if found is not None:
             return found
@@ -144,13 +166,19 @@ class Context:
         self.store.computed += 1
         return result
 
-    def units(self, keys: list[dict], compute: Callable[[list[int]], Any]) -> list[Any]:
-        """The batch form of `unit`: the stored results of `keys`, each looked up once. The
-        missing ones are computed together by `compute(missing)` (indices into `keys`), which
-        yields `(i, result, seconds)` as they finish (e.g. one training program per chunk; seconds:
-        the unit's share of the time, for the provenance); each is stored at once, so an
-        interrupted batch resumes with what was finished. Read-only contexts raise MissingResult
-        instead of computing."""
+    def units(self, keys: list[dict], compute: Callable[[list[int]], Any],
+              plan: Callable[[list[int]], list[list[int]]] | None = None, desc: str = "") -> list[Any]:
+        """The batch form of `unit`: the stored results of `keys`, each looked up once.
+
+        The missing ones (indices into `keys`) are split into groups by `plan(missing)`: one group
+        is one tensor program, one resumable chunk, in the order a single process trains them
+        (without a plan, all of `missing` is one group). `compute(group)` trains exactly one
+        group and yields `(i, result, seconds)` for each i of it (seconds: the unit's share of the
+        time, for the provenance). Each result is stored as soon as it arrives, so an interrupted
+        batch resumes with what was finished. Locally the groups run one after another in this
+        process (a bar over them, titled `desc`, when there are two or more); with a Ray backend
+        each group is a Ray task (`attnlab.core.distributed`). Read-only contexts raise
+        MissingResult instead of computing."""
         found: dict[int, Any] = {}
         for i, key in enumerate(keys):
             hit = self.store.get(key)
@@ -159,8 +187,39 @@ class Context:
         missing = [i for i in range(len(keys)) if i not in found]
         if missing and self.readonly:
             raise MissingResult(f"{len(missing)} of {len(keys)} units are not in {self.store.dir}")
-        for i, result, seconds in compute(missing) if missing else ():
-            self.store.put(keys[i], result, seconds=seconds, device=str(self.device), run=self.run_info)
-            self.store.computed += 1
-            found[i] = result
+        if not missing:
+            return [found[i] for i in range(len(keys))]
+        groups = self.groups(plan, missing)
+        if plan is not None and self.backend != "local":
+            found.update(self.backend.run_groups(self, keys, compute, groups, desc=desc))
+        else:
+            for i, result, seconds in self._local(compute, groups, plan is not None, desc):
+                self.store.put(keys[i], result, seconds=seconds, device=str(self.device), run=self.run_info)
+                self.store.computed += 1
+                found[i] = result
         return [found[i] for i in range(len(keys))]
+
+    @staticmethod
+    def groups(plan: Callable[[list[int]], list[list[int]]] | None, missing: list[int]) -> list[list[int]]:
+        """`plan(missing)`, checked to split `missing` into non-empty groups, each index in exactly
+        one (ValueError otherwise); without a plan, `[missing]`."""
+        if plan is None:
+            return [list(missing)]
+        groups = [list(g) for g in plan(list(missing))]
+        flat = [i for g in groups for i in g]
+        if any(not g for g in groups) or len(flat) != len(set(flat)) or sorted(flat) != sorted(missing):
+            raise ValueError(f"a plan must split the missing units {missing} into non-empty groups, each unit in "
+                             f"exactly one; it gave {groups}")
+        return groups
+
+    def _local(self, compute: Callable[[list[int]], Any], groups: list[list[int]], planned: bool, desc: str):
+        """Run the groups in this process, in order; a planned group must yield its own units only."""
+        if not planned:
+            yield from compute(groups[0])
+            return
+        for group in tqdm(groups, desc=desc or "programs", disable=not self.progress or len(groups) < 2):
+            allowed = set(group)
+            for i, result, seconds in compute(group):
+                if i not in allowed:
+                    raise ValueError(f"compute(group) yielded unit {i}, which is not in its group {group}")
+                yield i, result, seconds
