@@ -81,39 +81,41 @@ def claims_thm1(result: dict) -> ClaimsTable:
     t = ClaimsTable()
     t.add("1", f"T_0 ≤ H d_h + d: accuracy 1 on all sequences ({len(within)} builds)", paper=1.0,
           ours=min(r["accuracy"] for r in within), holds=all(r["accuracy"] == 1.0 for r in within),
-          tolerance="exact", asserted=True)
+          tolerance="exact", asserted=True, source="text")
     worst = max(r["max_residual_error"] for r in within)
     t.add("1b", "… and the residual stream equals its target E (largest error)", paper=0.0,
           ours="< 1e-8" if worst < 1e-8 else worst,
-          holds=worst < 1e-6, tolerance="< 1e-6", asserted=True)
+          holds=worst < 1e-6, tolerance="< 1e-6", asserted=True, source="text")
     t.add("1c", f"… for any context length: builds with S > d ({len(long_ctx)}; largest S = "
           f"{max(r['S'] for r in long_ctx)})", paper="any S", ours=min(r["accuracy"] for r in long_ctx),
           holds=bool(long_ctx) and all(r["accuracy"] == 1.0 for r in long_ctx), tolerance="accuracy 1",
-          asserted=True)
+          asserted=True, source="text")
     rank_ok = all(r["rank_F"] == min(r["T_0"], r["capacity"]) for r in b + result["rank_sweep"] if r["skip"])
     t.add("2", "rank F = min(T_0, H d_h + d) (every build and the rank sweep)", paper="min(T_0, H d_h + d)",
-          ours="all equal" if rank_ok else "mismatch", holds=rank_ok, tolerance="exact", asserted=True)
+          ours="all equal" if rank_ok else "mismatch", holds=rank_ok, tolerance="exact", asserted=True, source="text")
     least = min(r["lstsq_residual"] for r in over1)
     t.add("2b", "one association more (T_0 = H d_h + d + 1): the linear system has no exact solution",
-          paper="fails", ours=f"least residual {least:.3g}", holds=least > 1e-3, tolerance="> 1e-3", asserted=True)
+          paper="fails", ours=f"least residual {least:.3g}", holds=least > 1e-3, tolerance="> 1e-3", asserted=True, source="text")
     least_ns = min(r["lstsq_residual"] for r in noskip)
     t.add("3", "without the skip connection the capacity is H d_h: fails at T_0 = H d_h + d", paper="fails",
-          ours=f"least residual {least_ns:.3g}", holds=least_ns > 1e-3, tolerance="> 1e-3", asserted=True)
+          ours=f"least residual {least_ns:.3g}", holds=least_ns > 1e-3, tolerance="> 1e-3", asserted=True, source="text")
     g = result["dh_gt_d"]
     t.add("4", "d_h > d adds nothing: d = 2, d_h = 5, H = 20 gives rank H·d + d", paper=42, ours=g["rank_F"],
-          holds=g["rank_F"] == 42, tolerance="exact", asserted=True)
+          holds=g["rank_F"] == 42, tolerance="exact", asserted=True, source="text")
     cond = max(r["cond_W_OV"] for r in within)
     t.add("6", "the solved skip block W_OV is invertible (largest condition number)", paper="invertible",
-          ours=float(f"{cond:.2g}"), holds=cond < 1e6, tolerance="< 1e6", asserted=True)
+          ours=float(f"{cond:.2g}"), holds=cond < 1e6, tolerance="< 1e6", asserted=True, source="text")
     counts_ok = all(r["n_params"] == paper_parameter_count(r["N"], r["S"], r["d"], r["d_h"], r["H"],
                                                            qk=result["config"]["qk"]) for r in within)
     formula = "d(S + 2N + 2(d_h + 1)H)" if result["config"]["qk"] == "rank1" else "d(S + 2N + 4 d_h H)"
-    t.add("7", f"parameter count of the built tensors = {formula}", paper=formula,
-          ours="all equal" if counts_ok else "mismatch", holds=counts_ok, tolerance="exact", asserted=True)
+    t.consistency("7", f"parameter count of the built tensors = {formula}", expected=formula,
+                  ours="all equal" if counts_ok else "mismatch", holds=counts_ok, tolerance="exact", asserted=True,
+                  source="text")
     S, N, T0 = 16, 50, 34
-    t.add("7b", "Corollary 1 (d = 2): 2(S + 2N + 4(T_0 − 2)) = 2S + 4N + 8T_0 − 16 (S=16, N=50, T_0=34)",
-          paper=2 * S + 4 * N + 8 * T0 - 16, ours=corollary1_parameters(S, N, T0),
-          holds=corollary1_parameters(S, N, T0) == 2 * S + 4 * N + 8 * T0 - 16, tolerance="exact", asserted=True)
+    t.consistency("7b", "Corollary 1 (d = 2): 2(S + 2N + 4(T_0 − 2)) = 2S + 4N + 8T_0 − 16 (S=16, N=50, T_0=34)",
+                  expected=2 * S + 4 * N + 8 * T0 - 16, ours=corollary1_parameters(S, N, T0),
+                  holds=corollary1_parameters(S, N, T0) == 2 * S + 4 * N + 8 * T0 - 16, tolerance="exact",
+                  asserted=True, source="text")
     return t
 
 
