@@ -51,26 +51,26 @@ def claims_table1(result: dict) -> ClaimsTable:
     gap = np.subtract(result["ours"], result["previous"])
     expected = np.array(result["H"]) + c["d"] - 1
     t = ClaimsTable()
-    t.add("8c", f"ours − previous capacity = H + d − 1 for H = 1 … {c['H_max']}", paper="H + d − 1",
-          ours="all equal" if np.array_equal(gap, expected) else "mismatch", holds=bool(np.array_equal(gap, expected)),
-          tolerance="exact", asserted=True)
+    t.consistency("8c", f"ours − previous capacity = H + d − 1 for H = 1 … {c['H_max']}", expected="H + d − 1",
+                  ours="all equal" if np.array_equal(gap, expected) else "mismatch",
+                  holds=bool(np.array_equal(gap, expected)), tolerance="exact", asserted=True, source="text")
     v = bounds.corollary2_accuracy(50, 10, 10, 31)
-    t.add("8a", "Corollary 2 at N = 50, d = d_h = 10, H = 31", paper="0.14544", ours=f"{v:.5f}",
-          holds=abs(v - 0.14544) < 5e-6, tolerance="± 5e-6", asserted=True)
+    t.consistency("8a", "Corollary 2 at N = 50, d = d_h = 10, H = 31", expected="0.14544", ours=f"{v:.5f}",
+                  holds=abs(v - 0.14544) < 5e-6, tolerance="± 5e-6", asserted=True, source="digest")
     v = bounds.previous_accuracy_bound(50, 10, 31)
-    t.add("8b", "previous bound (Mahdavi et al.) at the same point", paper="0.12976", ours=f"{v:.5f}",
-          holds=abs(v - 0.12976) < 5e-6, tolerance="± 5e-6", asserted=True)
+    t.consistency("8b", "previous bound (Mahdavi et al.) at the same point", expected="0.12976", ours=f"{v:.5f}",
+                  holds=abs(v - 0.12976) < 5e-6, tolerance="± 5e-6", asserted=True, source="digest")
     v = bounds.corollary2_accuracy(10, 2, 2, 21)
-    t.add("8d", "Corollary 2 at N = 10, d = d_h = 2, H = 21", paper=0.496, ours=float(v),
-          holds=abs(v - 0.496) < 5e-4, tolerance="± 5e-4", asserted=True)
+    t.consistency("8d", "Corollary 2 at N = 10, d = d_h = 2, H = 21", expected=0.496, ours=float(v),
+                  holds=abs(v - 0.496) < 5e-4, tolerance="± 5e-4", asserted=True, source="digest")
     f5 = result["footnote5"]
-    t.add("fn5", "Mahdavi et al. need S ≤ d: not applicable to GPT-2 (S 1024 > d 768), applicable to GPT-3",
-          paper="no / yes", ours=f"{'yes' if f5['GPT-2'] else 'no'} / {'yes' if f5['GPT-3'] else 'no'}",
-          holds=(not f5["GPT-2"]) and f5["GPT-3"], tolerance="exact", asserted=True)
+    t.consistency("fn5", "Mahdavi et al. need S ≤ d: not applicable to GPT-2 (S 1024 > d 768), applicable to GPT-3",
+                  expected="no / yes", ours=f"{'yes' if f5['GPT-2'] else 'no'} / {'yes' if f5['GPT-3'] else 'no'}",
+                  holds=(not f5["GPT-2"]) and f5["GPT-3"], tolerance="exact", asserted=True, source="text")
     n = corollary1_parameters(c["S"], c["N"], 100)
-    t.add("§7", f"Corollary 1 uses 2S + 4N + 8T_0 parameters (−16; S = {c['S']}, N = {c['N']}, T_0 = 100)",
-          paper=2 * c["S"] + 4 * c["N"] + 800 - 16, ours=n, holds=n == 2 * c["S"] + 4 * c["N"] + 800 - 16,
-          tolerance="exact", asserted=True)
+    t.consistency("§7", f"Corollary 1 uses 2S + 4N + 8T_0 parameters (−16; S = {c['S']}, N = {c['N']}, T_0 = 100)",
+                  expected=2 * c["S"] + 4 * c["N"] + 800 - 16, ours=n, holds=n == 2 * c["S"] + 4 * c["N"] + 800 - 16,
+                  tolerance="exact", asserted=True, source="text")
     return t
 
 
