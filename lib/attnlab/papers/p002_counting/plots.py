@@ -126,7 +126,7 @@ def plot_params(ax, sweep: dict, variants, title: str = "", paper_marks: bool = 
             ax.plot([lo, hi] if hi > lo else [lo * 0.95, hi * 1.05], [y, y], color=colors[v], lw=4, alpha=0.6,
                     solid_capstyle="butt")
             ax.plot([lo, hi], [y, y], "|", color="gray", ms=8,
-                    label="paper, T = 32: ≈ 100 % from" if k == 0 else None)
+                    label="paper (T = 32): ≈ 100 % at" if k == 0 else None)
         ax.legend(fontsize=9, loc="lower right")
 
 
