@@ -11,8 +11,8 @@ from attnlab.core.fits import power_fit
 from attnlab.core.params import Param, ParameterError
 
 from .. import bounds
-from ..analysis import mean_accuracy, metric_of, PARAM_NAMES
-from ..paper import EXP3_SLOPES, PROTOCOL
+from ..analysis import curve_row, full_command, mean_accuracy, metric_of, PARAM_NAMES, per_seed, seed_interval_row, values_at
+from ..paper import EXP3_ACCURACY, EXP3_D, EXP3_SLOPES, PROTOCOL
 from ..sweeps import train_points, TRAINING_PARAMS, VARIANTS, variants_of
 
 
@@ -52,8 +52,24 @@ def compute_fig2a(ctx: Context) -> dict:
             "previous": [float(bounds.previous_accuracy_bound(cfg["N"], k, cfg["H"])) for _ in ds]}
 
 
-def claims_fig2a(result: dict) -> ClaimsTable:
-    """Digest claim 16: the slope below d_h is > 5 times the slope above (a plateau after d = d_h)."""
+SLUG = "fig2a-accuracy-vs-dim"
+
+
+def seed_curves(result: dict, variant: str) -> np.ndarray:
+    """Accuracy against d for one parametrization, one column per seed: [len(d_list), seeds]."""
+    return per_seed(result["points"], result["metric"], "d", result["d_list"], param=(variant, "paper"))
+
+
+def seed_slope_ratios(result: dict, variant: str) -> list[float]:
+    """Per seed: slope of the linear fit for d >= d_h over the slope for d <= d_h (a plateau: near 0)."""
+    x, k = np.array(result["d_list"], dtype=float), result["config"]["d_h"]
+    lo, hi = x <= k, x >= k
+    return [power_fit(x[hi], acc[hi]).a / power_fit(x[lo], acc[lo]).a for acc in seed_curves(result, variant).T]
+
+
+def claims_fig2a(result: dict, full: dict | None = None) -> ClaimsTable:
+    """Digest claim 16: the slope below d_h is > 5 times the slope above (a plateau after d = d_h); the
+    paper's curve and the parametrization finding (16a, 16b) on the stored paper-scale run `full`."""
     per, t = result["per_variant"], ClaimsTable()
     paper_ratio = round(EXP3_SLOPES["below"] / EXP3_SLOPES["above"], 1)
     for v, key, name in (("repo", "16a", "authors' code"), ("paper", "16b", "Eq. (1)")):
@@ -63,13 +79,31 @@ def claims_fig2a(result: dict) -> ClaimsTable:
             t.add(key, f"{name}: slope for d ≤ d_h / slope for d ≥ d_h (plateau after d = d_h)",
                   paper=paper_ratio, ours="∞ (flat or falling)" if not np.isfinite(ratio) or ratio < 0 else ratio,
                   holds=bool(ratio > 5 or not np.isfinite(ratio) or ratio < 0), tolerance="> 5",
-                  asserted=False)
+                  asserted=False, source="data")
     for v, key in (("repo", "16c"), ("paper", "16d")):
         if v in per:
             r2 = per[v]["below"]["r2"]
             t.add(key, f"{PARAM_NAMES[v]}: linear in d for d ≤ d_h (R²)",
-                  paper="linear", ours=r2, holds=r2 > 0.9, tolerance="R² > 0.9", asserted=False)
+                  paper="linear", ours=r2, holds=r2 > 0.9, tolerance="R² > 0.9", asserted=False, source="text")
+    _paper_scale_claims(t, full)
     return t
+
+
+def _paper_scale_claims(t: ClaimsTable, full: dict | None) -> None:
+    """Fig. 2a at N = 50, d_h = 10, H = 20 (the authors' released data), on the stored full run."""
+    cmd = full_command(SLUG)
+    per = full["per_variant"] if full else {}
+    ours = values_at(full["d_list"], per["repo"]["accuracy"], EXP3_D) if "repo" in per else None
+    curve_row(t, "P16", "paper scale, N = 50, d_h = 10, H = 20, authors' code: accuracy at d = 5 … 15", EXP3_ACCURACY,
+              ours, cmd)
+    paper_ratio = round(EXP3_SLOPES["above"] / EXP3_SLOPES["below"], 3)
+    for v, key, name in (("repo", "P16a", "authors' code"), ("paper", "P16b", "Eq. (1)")):
+        text = f"paper scale, {name}: plateau after d = d_h (slope for d ≥ d_h / slope for d ≤ d_h, per seed)"
+        if v not in per:
+            t.not_run(key, text, paper=paper_ratio, command=cmd, source="data")
+        else:
+            seed_interval_row(t, key, text, paper=paper_ratio, values=seed_slope_ratios(full, v), below=0.2,
+                              n_seeds=full["config"]["seeds"])
 
 
 EXPERIMENTS = (
