@@ -7,8 +7,8 @@ from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
-from ..analysis import claims_aot_mlp
-from ..paper import EXP5_AOT, EXP5_H, EXP5_MLP
+from ..analysis import aot_mlp_curve_rows, claims_aot_mlp, full_command
+from ..paper import EXP5_AOT, EXP5_H, EXP5_MLP, EXP5_N
 from ..sweeps import sweep_aot_mlp, TRAINING_PARAMS
 
 
@@ -26,10 +26,13 @@ def compute_fig3(ctx: Context) -> dict:
     return {"config": cfg, **sweep_aot_mlp(ctx, cfg["d_list"], cfg["H_list"], cfg["mlp_lr_end"], "Fig. 3 sweep")}
 
 
-def claims_fig3(result: dict) -> ClaimsTable:
-    """Digest claim 17 (17a, 17b asserted: the digest's thresholds, wide margins at CI scale)."""
+def claims_fig3(result: dict, full: dict | None = None) -> ClaimsTable:
+    """Digest claim 17 (17a, 17b asserted: the digest's thresholds, wide margins at CI scale), and every
+    curve of the paper's Fig. 3 against the stored paper-scale run `full` (not run without it)."""
     t = ClaimsTable()
-    claims_aot_mlp(t, result, "17", EXP5_AOT, EXP5_MLP, asserted=True)
+    claims_aot_mlp(t, result, "17", EXP5_H, EXP5_AOT, EXP5_MLP, asserted=True)
+    aot_mlp_curve_rows(t, "P17", "Fig. 3", full, EXP5_H, EXP5_AOT, EXP5_MLP, EXP5_N,
+                       full_command("fig3-aot-vs-mlp"), "H = 1 … 31 (w = 0 … 60d)")
     return t
 
 
