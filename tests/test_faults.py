@@ -4,7 +4,7 @@ a write killed half-way leaves the previous entry; a corrupt paper-scale entry i
 never deleted, and recomputed.
 
 The sweep: Fig. 4 of paper 004 at CI scale, shrunk to 6 one-seed models (H = 1 ... 21) trained
-two per program (`chunk 2`): each program is one resumable step of a second or two. The kill
+two per program (`chunk 2`): each program is one resumable step of about a second. The kill
 lands inside a program, as a real one does: that program is lost and redone. (Equal results
 need equal programs: the models a resumed run trains together must be the ones an uninterrupted
 run trains together, since float32 rounding differs with the program's shapes and training
@@ -30,7 +30,7 @@ from conftest import REPO
 
 SWEEP = "004-memorization/fig4-small-dimension"
 ARGS = ["run", SWEEP, "--headless", "-q", "-p", "seeds", "1", "-p", "H_list", "[1, 5, 9, 13, 17, 21]",
-        "-p", "d_h_list", "[2]", "-p", "steps", "600", "-p", "chunk", "2"]
+        "-p", "d_h_list", "[2]", "-p", "steps", "300", "-p", "chunk", "2"]
 UNITS = 6
 
 
