@@ -31,7 +31,6 @@ import torch
 from attnlab.core.experiment import Context, Incomplete
 from attnlab.core.hashing import derive_seed, stable_hash
 from attnlab.core.params import Param
-from attnlab.core.progress import tqdm
 from attnlab.core.train import MaskedAdam
 
 from . import bounds, paper
@@ -191,24 +190,27 @@ def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, in
     key_of = (lambda c: {**_key(c, proto), "joint": data_seed}) if joint else (lambda c: _key(c, proto))
     keys = [key_of(c) for c in configs]
 
-    def train(missing: list[int]):
-        """Train the missing models, one program per (p bucket, seed) (different seeds see
-        different data), or all in one program when joint; yield each row as its program ends."""
-        limit = cfg.get("time_limit") or 0
-        deadline = time.time() + 60 * limit if limit else None
+    limit = cfg.get("time_limit") or 0
+    deadline = time.time() + 60 * limit if limit else None  # absolute: the same for every worker of a cluster
+
+    def plan(missing: list[int]) -> list[list[int]]:
+        """The programs, in training order: one per (p bucket, seed) (different seeds see
+        different data), or all models in one when joint."""
         groups: dict[tuple[int, int], list[int]] = {}
         for i in missing:
             c = configs[i]
             groups.setdefault((0, -1) if joint else (p_bucket(c.p), c.seed), []).append(i)
-        for (_, seed), group in tqdm(sorted(groups.items()), desc=f"{variant} programs", disable=not ctx.progress
-                                     or len(groups) < 2):
-            stream = derive_seed({"data": data_seed, "joint": True}, 0) if joint else derive_seed({"data": data_seed}, seed)
-            rows = _train_program(ctx, [configs[i] for i in group], proto, [keys[i] for i in group], stream, cfg,
-                                  deadline)
-            for i, row in zip(group, rows):
-                yield i, row, row["seconds"]
+        return [group for _, group in sorted(groups.items())]
 
-    found = ctx.units(keys, train)
+    def train(group: list[int]):
+        """Train one program (the models `group`); yield each row as the program ends."""
+        seed = configs[group[0]].seed
+        stream = derive_seed({"data": data_seed, "joint": True}, 0) if joint else derive_seed({"data": data_seed}, seed)
+        rows = _train_program(ctx, [configs[i] for i in group], proto, [keys[i] for i in group], stream, cfg, deadline)
+        for i, row in zip(group, rows):
+            yield i, row, row["seconds"]
+
+    found = ctx.units(keys, train, plan, f"{variant} programs")
     return [{"variant": variant, "d": c.d, "p": c.p, "seed": c.seed, **row} for c, row in zip(configs, found)]
 
 

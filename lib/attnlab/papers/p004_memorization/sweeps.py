@@ -71,40 +71,44 @@ def train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
     defaults = {"param": "paper", "mlp_width": 0}
     keys = [{"model": "aot", "S": 2, **common, **{k: v for k, v in p.items() if defaults.get(k, None) != v}}
             for p in points]
-    def train(missing: list[int]):
+    def plan(missing: list[int]) -> list[list[int]]:
+        """The programs, in training order: similar sizes together, one kind per program, `chunk` at most."""
         todo = sorted(missing, key=lambda i: (keys[i]["d"], keys[i]["d_h"], keys[i].get("mlp_width", 0),
                                               keys[i]["H"]))  # similar sizes share a program
         check_training_memory(ctx, [points[i] for i in todo], min(cfg["chunk"], len(todo)))
-        tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
-        tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
         chunks = []  # one program per (param, with or without MLP): attention-only replicas skip the padded MLP
         kind = lambda i: (keys[i].get("param", "paper"), keys[i].get("mlp_width", 0) > 0)  # noqa: E731
         for group_kind in sorted({kind(i) for i in todo}):
             group = [i for i in todo if kind(i) == group_kind]
             chunks += [group[j:j + cfg["chunk"]] for j in range(0, len(group), cfg["chunk"])]
-        spe = 1 if cfg["batch_size"] == 0 else cfg["n_batches"]
-        for chunk in tqdm(chunks, desc=desc, disable=not ctx.progress or len(chunks) < 2):
-            ks = [keys[i] for i in chunk]
-            model = ReplicaAoT([AoTConfig(cfg["N"], 2, k["d"], k["d_h"], k["H"], k["seed"], k.get("param", "paper"),
-                                          k.get("mlp_width", 0)) for k in ks], device=ctx.device)
-            if cfg["batch_size"] == 0:
-                batches = full_batches(tokens, targets)
-            else:
-                batches = paper_batches(tokens, targets, cfg["batch_size"], cfg["n_batches"], cfg["task_seed"])
-            ends = sorted({k["lr_end"] for k in ks})
-            if len(ends) == 1:
-                lr = linear_lr(cfg["lr_start"], ends[0], cfg["steps"], spe)
-            else:  # a replica's schedule is exactly the one it would follow alone
-                schedules = [linear_lr(k["lr_start"], k["lr_end"], cfg["steps"], spe) for k in ks]
-                lr = lambda step: torch.tensor([f(step) for f in schedules], dtype=torch.float64)  # noqa: E731
-            log = train_replicas(model, batches, cfg["steps"], lr, progress=ctx.progress, desc=f"{len(chunk)} replicas")
-            with torch.no_grad():
-                acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
-            for r, i in enumerate(chunk):
-                yield i, {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
-                          "final_loss": log.final_loss[r], "steps": log.steps_trained[r]}, log.seconds / len(chunk)
+        return chunks
 
-    return [{**p, **row} for p, row in zip(points, ctx.units(keys, train))]
+    def train(chunk: list[int]):
+        """Train one program (the replicas `chunk`); yield each replica's row."""
+        tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
+        tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
+        spe = 1 if cfg["batch_size"] == 0 else cfg["n_batches"]
+        ks = [keys[i] for i in chunk]
+        model = ReplicaAoT([AoTConfig(cfg["N"], 2, k["d"], k["d_h"], k["H"], k["seed"], k.get("param", "paper"),
+                                      k.get("mlp_width", 0)) for k in ks], device=ctx.device)
+        if cfg["batch_size"] == 0:
+            batches = full_batches(tokens, targets)
+        else:
+            batches = paper_batches(tokens, targets, cfg["batch_size"], cfg["n_batches"], cfg["task_seed"])
+        ends = sorted({k["lr_end"] for k in ks})
+        if len(ends) == 1:
+            lr = linear_lr(cfg["lr_start"], ends[0], cfg["steps"], spe)
+        else:  # a replica's schedule is exactly the one it would follow alone
+            schedules = [linear_lr(k["lr_start"], k["lr_end"], cfg["steps"], spe) for k in ks]
+            lr = lambda step: torch.tensor([f(step) for f in schedules], dtype=torch.float64)  # noqa: E731
+        log = train_replicas(model, batches, cfg["steps"], lr, progress=ctx.progress, desc=f"{len(chunk)} replicas")
+        with torch.no_grad():
+            acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
+        for r, i in enumerate(chunk):
+            yield i, {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
+                      "final_loss": log.final_loss[r], "steps": log.steps_trained[r]}, log.seconds / len(chunk)
+
+    return [{**p, **row} for p, row in zip(points, ctx.units(keys, train, plan, desc))]
 
 
 def untrained_accuracy(N: int, configs: list[AoTConfig], task_seed: int = 0) -> float:
@@ -219,31 +223,33 @@ def train_deep_points(ctx: Context, points: list[dict], desc: str) -> list[dict]
     Each stored row also holds the replica's accuracy before training (the random baseline)."""
     cfg = ctx.config
     keys = [{"model": "deep", "S": 2, **{k: cfg[k] for k in TRAIN_KEYS}, **p} for p in points]
-    def train(missing: list[int]):
-        # Similar sizes share a program (less padding); MLP replicas together (the MLP runs on them only).
+    def plan(missing: list[int]) -> list[list[int]]:
+        """The programs, in training order: similar sizes together (less padding), MLP replicas
+        together (the MLP runs on them only), `chunk` at most."""
         todo = sorted(missing, key=lambda i: (points[i]["w"] > 0, points[i]["H"], points[i]["d"], points[i]["d_h"],
                                               points[i]["w"]))
         check_training_memory(ctx, [points[i] for i in todo], min(cfg["chunk"], len(todo)), cfg["layers"])
+        return [todo[i:i + cfg["chunk"]] for i in range(0, len(todo), cfg["chunk"])]
+
+    def train(chunk: list[int]):
+        """Train one program (the replicas `chunk`); yield each replica's row."""
         tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
         tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
-        chunks = [todo[i:i + cfg["chunk"]] for i in range(0, len(todo), cfg["chunk"])]
-        for chunk in tqdm(chunks, desc=desc, disable=not ctx.progress or len(chunks) < 2):
-            model = ReplicaDeep([deep_config(cfg, points[i]) for i in chunk], device=ctx.device)
-            with torch.no_grad():
-                acc0 = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
-            if cfg["batch_size"] == 0:
-                batches, spe = full_batches(tokens, targets), 1
-            else:
-                batches = paper_batches(tokens, targets, cfg["batch_size"], cfg["n_batches"], cfg["task_seed"])
-                spe = cfg["n_batches"]
-            log = train_replicas(model, batches, cfg["steps"],
-                                 linear_lr(cfg["lr_start"], cfg["lr_end"], cfg["steps"], spe),
-                                 progress=ctx.progress, desc=f"{len(chunk)} replicas")
-            with torch.no_grad():
-                acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
-            for r, i in enumerate(chunk):
-                yield i, {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
-                          "untrained_accuracy": acc0[r], "final_loss": log.final_loss[r],
-                          "steps": log.steps_trained[r]}, log.seconds / len(chunk)
+        model = ReplicaDeep([deep_config(cfg, points[i]) for i in chunk], device=ctx.device)
+        with torch.no_grad():
+            acc0 = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
+        if cfg["batch_size"] == 0:
+            batches, spe = full_batches(tokens, targets), 1
+        else:
+            batches = paper_batches(tokens, targets, cfg["batch_size"], cfg["n_batches"], cfg["task_seed"])
+            spe = cfg["n_batches"]
+        log = train_replicas(model, batches, cfg["steps"], linear_lr(cfg["lr_start"], cfg["lr_end"], cfg["steps"], spe),
+                             progress=ctx.progress, desc=f"{len(chunk)} replicas")
+        with torch.no_grad():
+            acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
+        for r, i in enumerate(chunk):
+            yield i, {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
+                      "untrained_accuracy": acc0[r], "final_loss": log.final_loss[r],
+                      "steps": log.steps_trained[r]}, log.seconds / len(chunk)
 
-    return [{**p, **row} for p, row in zip(points, ctx.units(keys, train))]
+    return [{**p, **row} for p, row in zip(points, ctx.units(keys, train, plan, desc))]
