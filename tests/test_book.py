@@ -70,3 +70,26 @@ def test_strict_book_build(built_book):
     for exp in registry().values():
         html = (html_root / "book" / f"{exp.id}.html").read_text()
         assert "Paper vs this run" in html and "<img" in html, exp.id
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text.replace("%", "").replace("−", "-"))
+        return True
+    except ValueError:
+        return False
+
+
+def test_every_reproduced_row_measures_something():
+    """A row counted as reproduced has a tolerance and does not compare a value with itself (the same
+    words in the paper and this-run columns); such rows are consistency checks."""
+    import re
+
+    for exp in registry().values():
+        for r in claims_of(exp.executed):
+            if not r["verdict"].startswith("✅"):
+                continue
+            assert r["tolerance"].strip() not in ("", "–"), f"{exp.id} row {r['key']}: reproduced without a tolerance"
+            paper = re.sub(r" \((text|figure|data|digest)\)$", "", r["paper"]).strip()
+            assert not (paper == r["ours"].strip() and not _number(paper)), \
+                f"{exp.id} row {r['key']}: paper and this run both read {paper!r}: a consistency check, not a reproduction"
