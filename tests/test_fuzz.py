@@ -213,3 +213,17 @@ def test_a_product_of_sizes_that_cannot_fit_is_refused_before_anything_is_alloca
     with pytest.raises(ParameterError, match="needs an estimated .* GiB, more than the"):
         exp.run(cfg, store_root=tmp_path, progress=False)
     assert not any(tmp_path.rglob("*.json"))
+
+
+@pytest.mark.parametrize("name, text, words", [
+    ("lr_start", "nan", ["'lr_start'", "'nan'", "expected a number"]),      # the CLI reads nan as a string
+    ("lr_start", "1e999", ["'lr_start'", "inf", "finite"]),                 # ... and 1e999 as inf
+    ("N", "1e9", ["'N'", "1000000000", "<= 2000"]),
+])
+def test_the_cli_refuses_the_same_values_with_exit_2_and_one_line(name, text, words, tmp_path):
+    from conftest import attnlab
+
+    out = attnlab("run", "004-memorization/fig1a-accuracy-vs-heads", "--headless", "-p", name, text,
+                  env={"ATTNLAB_STORE": str(tmp_path)})
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and all(w in lines[0] for w in words), out.stderr
