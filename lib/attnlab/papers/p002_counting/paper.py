@@ -55,12 +55,14 @@ FIG3_MODEL = dict(T=32, L=10, d=45, p=2)
 FIG3_ACCURACY = 0.999
 FIG3_SEQUENCE = [1, 1, 2, 1, 1, 1, 3, 4, 4, 4]  # B B C B B B D E E E
 PROBE_TOKENS = [1, 2, 3, 4]  # B, C, D, E
+FIG3_ALPHAS = [0.33, 0.38, 0.46]  # [repo] the BOS weights the authors mark in Figs. 3 (right) and 15
 
 # --- Figs. 4, 5 (§5.1): dot+sftm [T, d, p] = [32, 32, 32], lin+sftm [64, 128, 128] ---------------
 FIG4_MODEL = [32, 32, 32]
 FIG4_ACCURACY = 0.9947
 FIG5_MODEL = [64, 128, 128]
 FIG5_ACCURACY = 0.9997
+FIG5_DIAG, FIG5_OFF = 0.08, 0.11  # Fig. 5 left (L = 10): the learned softmax(A), diagonal and off-diagonal
 SIMPLEX_TOKENS = [1, 2, 3]  # B, C, D
 
 # --- Fig. 7 (§5.2): the caption (dot, T = 64, L = 10, p = 128) and the authors' notebook -----------

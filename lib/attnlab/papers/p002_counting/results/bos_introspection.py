@@ -28,7 +28,7 @@ PARAMS = (
     Param("L", "int", "sequence length (paper 10)", min=3, max=64),
     Param("d", "int", "embedding dimension (paper 45)", min=1, max=1024),
     Param("p", "int", "MLP width (paper 2)", min=1, max=1024),
-    Param("seeds", "int_list", "model seeds; the most accurate model is analysed (paper: best of 5 runs)", min=0),
+    Param("seed_list", "int_list", "list of seed ids: model seeds; the most accurate model is analysed (paper: best of 5 runs)", min=0),
     Param("data_seed", "int", "seed of the training data stream", min=0),
     *TRAINING_PARAMS,
     Param("n_analysis", "int", "code-sampler sequences for the BOS weights per count", min=100, max=1_000_000),
@@ -43,10 +43,10 @@ def compute_bos(ctx: Context) -> dict:
     the BOS probe grid over alphas × probe_tokens², probe_agreement and probe_at_weights."""
     cfg = ctx.config
     T, L = cfg["T"], cfg["L"]
-    if len(set(cfg["seeds"])) != len(cfg["seeds"]):
-        raise ParameterError(f"parameter 'seeds': value {cfg['seeds']!r} has repeated seeds")
+    if len(set(cfg["seed_list"])) != len(cfg["seed_list"]):
+        raise ParameterError(f"parameter 'seed_list': value {cfg['seed_list']!r} has repeated seeds")
     proto = Protocol.from_config(cfg, keep_weights=True)
-    rows = train_seeds(ctx, VARIANT, T, L, cfg["d"], cfg["p"], cfg["seeds"], proto, batched=cfg["joint"],
+    rows = train_seeds(ctx, VARIANT, T, L, cfg["d"], cfg["p"], cfg["seed_list"], proto, batched=cfg["joint"],
                          data_seed=cfg["data_seed"])
     x = sample_code(cfg["n_analysis"], T, L, seed=cfg["data_seed"] + 1000)
     models = []
@@ -86,29 +86,35 @@ def claims_bos(result: dict) -> ClaimsTable:
     acc = ch["final_accuracy"]
     thr = 0.99 if paper_case else 0.95
     t.add("17 acc", f"accuracy of the best of {len(result['models'])} bos+sftm models (p = {cfg['p']}, d = {cfg['d']})",
-          paper=paper.FIG3_ACCURACY, ours=acc, holds=acc >= thr, tolerance=f"≥ {thr}", asserted=ci)
+          paper=paper.FIG3_ACCURACY, ours=acc, holds=acc >= thr, tolerance=f"≥ {thr}", asserted=ci, source="text")
+    if not paper_case:
+        t.not_run("17 paper", "Fig. 3: the best bos+sftm model with p = 2 at T = 32, L = 10, d = 45 (best of 5 runs)",
+                  paper=f"{100 * paper.FIG3_ACCURACY:.1f} %", source="text",
+                  command="attnlab run 002-counting/bos-introspection --scale full --headless")
     mono = ch["monotone"]
     means = ", ".join(f"{v:.2f}" for v in ch["bos_mean"])
     t.add("17 mono", f"mean BOS weight a_ℓ,0 per count k = {ch['counts'][0]}..{ch['counts'][-1]} "
           f"is strictly monotone (chosen model: {means})", paper="count proxy (Fig. 3 middle)",
-          ours=mono or "not monotone", holds=mono is not None, tolerance="strict", asserted=ci)
+          ours=mono or "not monotone", holds=mono is not None, tolerance="strict", asserted=ci, source="figure")
     good = [m for m in result["models"] if m["final_accuracy"] >= 0.9]
     n_mono = sum(m["monotone"] is not None for m in good)
     dirs = sorted({m["monotone"] for m in good if m["monotone"]})
     t.add("17 all", "models with accuracy ≥ 90 % whose mean BOS weight is strictly monotone in the count "
-          f"(directions seen: {', '.join(dirs) or '–'})", paper="–", ours=f"{n_mono} of {len(good)}",
-          holds=(n_mono == len(good)) if good else None, tolerance="all", asserted=False)
+          f"(directions seen: {', '.join(dirs) or '–'})", paper="count proxy (Fig. 3, one model)",
+          ours=f"{n_mono} of {len(good)}", holds=(n_mono == len(good)) if good else None, tolerance="all",
+          asserted=False, source="figure")
     ag = result["probe_agreement"]
     n_pairs = len(result["probe_tokens"]) ** 2
     t.add("17 probe", f"f(α e_BOS + (1−α) e_X + e_Y): share of ({n_pairs} token pairs × {len(result['alphas'])} α) "
           "points that equal the most common prediction at their α", paper="depends on α only (Fig. 15)",
-          ours=ag["modal"], holds=ag["modal"] >= 0.9, tolerance="≥ 0.9", asserted=ci)
+          ours=ag["modal"], holds=ag["modal"] >= 0.9, tolerance="≥ 0.9", asserted=ci, source="figure")
     t.add("17 unanimous", "share of α grid points at which all token pairs give the same prediction",
           paper="1 (Fig. 15)", ours=ag["unanimous"], holds=ag["unanimous"] >= 0.8, tolerance="≥ 0.8",
-          asserted=False)
+          asserted=False, source="figure")
     pw = result["probe_at_weights"]
     t.add("17 lines", "the probe at α = the model's mean BOS weight for count k predicts k (share of counts × pairs)",
-          paper="correct for all counts (Fig. 3 right)", ours=pw, holds=pw >= 0.8, tolerance="≥ 0.8", asserted=ci)
+          paper="correct for all counts (Fig. 3 right)", ours=pw, holds=pw >= 0.8, tolerance="≥ 0.8", asserted=ci,
+          source="figure")
     return t
 
 
@@ -119,10 +125,10 @@ EXPERIMENTS = [
         title="bos+sftm with p = 2: the BOS weight is a count proxy",
         params=PARAMS,
         presets={
-            "ci": dict(T=8, L=6, d=16, p=2, seeds=[0, 1, 2, 3, 4, 5], data_seed=0, joint=True, steps=1500,
+            "ci": dict(T=8, L=6, d=16, p=2, seed_list=[0, 1, 2, 3, 4, 5], data_seed=0, joint=True, steps=1500,
                        batch_size=64, lr=1e-2, lr_end=1e-3, eval_n=2000, eval_every=0, checkpoint_every=0,
                        time_limit=0, n_analysis=3000, n_alpha=101),
-            "full": dict(**paper.FIG3_MODEL, seeds=paper.SEEDS, data_seed=0, **FULL_TRAINING, n_analysis=20_000,
+            "full": dict(**paper.FIG3_MODEL, seed_list=paper.SEEDS, data_seed=0, **FULL_TRAINING, n_analysis=20_000,
                          n_alpha=201),
         },
         compute=compute_bos,
