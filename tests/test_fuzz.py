@@ -216,9 +216,7 @@ def test_a_product_of_sizes_that_cannot_fit_is_refused_before_anything_is_alloca
 
 
 @pytest.mark.parametrize("name, text, words", [
-    ("lr_start", "nan", ["'lr_start'", "'nan'", "expected a number"]),      # the CLI reads nan as a string
-    ("lr_start", "1e999", ["'lr_start'", "inf", "finite"]),                 # ... and 1e999 as inf
-    ("N", "1e9", ["'N'", "1000000000", "<= 2000"]),
+    ("lr_start", "1e999", ["'lr_start'", "inf", "finite"]),   # the CLI reads 1e999 as inf (one process: ~5 s)
 ])
 def test_the_cli_refuses_the_same_values_with_exit_2_and_one_line(name, text, words, tmp_path):
     from conftest import attnlab
