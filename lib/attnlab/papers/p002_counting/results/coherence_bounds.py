@@ -25,7 +25,7 @@ PARAMS = (
     Param("restarts", "int", "random restarts per d (best kept)", min=1, max=256),
     Param("n_samples", "int", "sampler sequences for the accuracy", min=1, max=1_000_000),
     Param("alpha", "float", "counter coordinate of the dot p = 1 embeddings (eq. 51)", min=1e-6, max=0.5),
-    Param("seed", "int", "seed of the frames and of the sampler", min=0),
+    Param("seed", "int", "seed of the frames and of the sampler", min=0, max=2**31 - 1),
 )
 
 CONSTRUCTIONS = ("lin", "dot_pT", "dot_p1")

@@ -17,14 +17,14 @@ from .. import tasks
 from ..reference import VARIANTS
 
 PARAMS = (
-    Param("sizes", "int_rows", "[T, L] settings for sampled and two-token tests (d = T)", min=2, width=2),
-    Param("exhaustive", "int_rows", "[T, L] settings tested on all T^L sequences (keep T^L small)", min=2, width=2),
+    Param("sizes", "int_rows", "[T, L] settings for sampled and two-token tests (d = T)", min=2, max=4096, width=2),
+    Param("exhaustive", "int_rows", "[T, L] settings tested on all T^L sequences (keep T^L small)", min=2, max=64, width=2),
     Param("n_sampled", "int", "sequences drawn from the code sampler per setting", min=10, max=10_000_000),
     Param("n_pairs", "int", "ordered token pairs (a, b) for the two-token set a^k b^(L-k); 0 = all T(T-1)",
-          min=0),
+          min=0, max=10_000_000),
     Param("rotation_seed", "int", "seed of a random rotation of the orthonormal basis; -1 = the standard axes",
-          min=-1),
-    Param("seed", "int", "sampler seed", min=0),
+          min=-1, max=2**31 - 1),
+    Param("seed", "int", "sampler seed", min=0, max=2**31 - 1),
 )
 
 BUILDS = [(v, lv) for v in VARIANTS for lv in (("appendix", "main") if v.startswith("lin") else ("appendix",))]

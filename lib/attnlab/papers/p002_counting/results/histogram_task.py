@@ -15,7 +15,7 @@ PARAMS = (
     Param("T", "int", "alphabet size", min=2, max=100_000),
     Param("L_list", "int_list", "sequence lengths (L <= T)", min=2, max=1000),
     Param("n_samples", "int", "sequences drawn per sampler and length", min=100, max=10_000_000),
-    Param("seed", "int", "sampler seed", min=0),
+    Param("seed", "int", "sampler seed", min=0, max=2**31 - 1),
 )
 
 

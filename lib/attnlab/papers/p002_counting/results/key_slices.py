@@ -34,8 +34,8 @@ PARAMS = (
     Param("d_small", "int", "embedding dimension of the d < T slice", min=1, max=4096),
     Param("p_small", "int", "MLP width of the p < T slice", min=1, max=4096),
     Param("p_big", "int", "MLP width of the p ≥ T slices", min=1, max=4096),
-    Param("seed_list", "int_list", "list of seed ids: model seeds (paper: 5 runs)", min=0),
-    Param("data_seed", "int", "seed of the training data stream(s)", min=0),
+    Param("seed_list", "int_list", "list of seed ids: model seeds (paper: 5 runs)", min=0, max=2**31 - 1),
+    Param("data_seed", "int", "seed of the training data stream(s)", min=0, max=2**31 - 1),
     *sweeps.TRAINING_PARAMS,
 )
 

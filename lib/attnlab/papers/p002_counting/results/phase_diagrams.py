@@ -31,7 +31,7 @@ GRID_PARAMS = (
     Param("L", "int", "sequence length (paper 10)", min=2, max=256),
     Param("d_list", "int_list", "embedding dimensions d of the grid (paper: the 14 values 1 … 128)", min=1, max=4096),
     Param("p_list", "int_list", "MLP widths p of the grid (paper: the same 14 values)", min=1, max=4096),
-    Param("seed_list", "int_list", "list of seed ids: seeds (initialisation and training data) per (d, p) (paper: 5 runs)", min=0),
+    Param("seed_list", "int_list", "list of seed ids: seeds (initialisation and training data) per (d, p) (paper: 5 runs)", min=0, max=2**31 - 1),
 )
 PARAMS = GRID_PARAMS + TRAINING_PARAMS
 

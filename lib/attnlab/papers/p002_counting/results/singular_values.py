@@ -26,8 +26,8 @@ PARAMS = (
     Param("L", "int", "sequence length (paper 10)", min=3, max=64),
     Param("dims", "int_list", "d and p values, all pairs (each ≥ T; σ_T/σ_(T+1) needs min(d, p) > T)", min=2,
           max=4096),
-    Param("seed_list", "int_list", "list of seed ids: model seeds (paper: 5 runs)", min=0),
-    Param("data_seed", "int", "seed of the training data stream(s)", min=0),
+    Param("seed_list", "int_list", "list of seed ids: model seeds (paper: 5 runs)", min=0, max=2**31 - 1),
+    Param("data_seed", "int", "seed of the training data stream(s)", min=0, max=2**31 - 1),
     Param("min_accuracy", "float", "models kept for the spectra (paper: 99 %)", min=0.0, max=1.0),
     *sweeps.TRAINING_PARAMS,
 )

@@ -26,10 +26,10 @@ PARAMS = (
     Param("kappas", "float_list", "inverse temperatures of the binary-code sweep", min=1e-3, max=1e9),
     Param("circle_kappas", "float_list", "inverse temperatures for the d' = 2 frame", min=1e-3, max=1e12),
     Param("circle_alpha", "float", "α of the d' = 2 frame construction (authors: 1e-5)", min=1e-9, max=0.5),
-    Param("exhaustive", "int_rows", "[T, L] checked on all T^L sequences at 1.01 κ* (and 0.99 κ*)", min=3, width=2),
+    Param("exhaustive", "int_rows", "[T, L] checked on all T^L sequences at 1.01 κ* (and 0.99 κ*)", min=3, max=64, width=2),
     Param("precision_T", "int_list", "alphabet sizes of the d' = 2 float32 study (κ = 2 κ*)", min=3, max=1_000_000),
     Param("n_sampled", "int", "code-sampler sequences added to all two-token sequences", min=10, max=1_000_000),
-    Param("seed", "int", "sampler seed", min=0),
+    Param("seed", "int", "sampler seed", min=0, max=2**31 - 1),
 )
 
 
