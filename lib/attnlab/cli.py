@@ -2,6 +2,7 @@
 
   attnlab list                              every result: paper, figure, chapter, status, CI time
   attnlab run RESULT [--scale ci|medium|full] [-p NAME VALUE]... [--device D] [--headless]
+              [--backend local|ray [--address ADDR]]   ray: each program of a sweep a Ray task
   attnlab book [--jobs 2] [--force] [--no-build]
   attnlab check                             fast static checks (toc, staleness, contract, timings)
   attnlab scorecard                         every claim with its verdict
@@ -71,14 +72,37 @@ def cmd_run(args) -> int:
     if args.device:
         overrides["device"] = args.device
     config = exp.config(args.scale, **overrides)  # validate before anything runs
+    if args.backend == "ray" and not args.headless:
+        print("attnlab: error: --backend ray runs the experiment only: add --headless", file=sys.stderr)
+        return EXIT_USAGE
+    if args.address and args.backend != "ray":
+        print("attnlab: error: --address is the address of a Ray cluster: add --backend ray", file=sys.stderr)
+        return EXIT_USAGE
     if args.headless:
-        from .core.experiment import Incomplete
+        from .core.experiment import Context, Incomplete
 
+        backend = "local"
+        if args.backend == "ray":
+            from .core.distributed import RayBackend, RayUnavailable
+
+            try:
+                backend = RayBackend(address=args.address).start()
+            except RayUnavailable as err:
+                print(f"attnlab: error: {err}", file=sys.stderr)
+                return EXIT_USAGE
+            except ConnectionError as err:
+                print(f"attnlab: {exp.id}: cannot join the Ray cluster at {args.address}: {err}", file=sys.stderr)
+                return EXIT_FAILED
+            print(f"attnlab: {exp.id} on {backend.describe()}", file=sys.stderr)
         try:
-            result = exp.run(config, progress=not args.quiet)
+            with Context.using(backend):
+                result = exp.run(config, progress=not args.quiet)
         except Incomplete as err:
             print(f"attnlab: {exp.id} incomplete: {err}", file=sys.stderr)
             return EXIT_INCOMPLETE
+        finally:
+            if backend != "local":
+                backend.close()
         out = Path(args.out) if args.out else None
         if out:
             out.mkdir(parents=True, exist_ok=True)
@@ -183,6 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a parameter, e.g. -p seeds 2 -p H_list '[1,4,8]' (repeatable)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto (default): CUDA when present")
     p.add_argument("--headless", action="store_true", help="run the experiment function only")
+    p.add_argument("--backend", choices=["local", "ray"], default="local",
+                   help="with --headless: local (default: this process) or ray (each program of a sweep a Ray task; "
+                        "needs the optional extra: pip install -e .[ray])")
+    p.add_argument("--address", help="with --backend ray: the cluster to join (HOST:PORT, or auto); "
+                                     "default: start a local Ray instance on this machine's cores")
     p.add_argument("--out", help="output folder")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     p.set_defaults(fn=cmd_run)
