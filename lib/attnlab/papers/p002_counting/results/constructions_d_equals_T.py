@@ -10,7 +10,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, require_memory
 
 from .. import constructions as con
 from .. import tasks
@@ -52,6 +52,12 @@ def compute_constructions(ctx: Context) -> dict:
     internal values of claims 5-6} and fig8 (the dot+sftm readout lines of Fig. 8)."""
     cfg = ctx.config
     rot = None if cfg["rotation_seed"] < 0 else cfg["rotation_seed"]
+    for kind, T, L in _sets(cfg):  # each test set and the construction's float64 activations on it (d = T)
+        n = {"exhaustive": T**L, "sampled": cfg["n_sampled"]}.get(kind, (cfg["n_pairs"] or T * (T - 1)) * L)
+        require_memory(8 * (n * L * (2 * T + L + 8) + 4 * T * T),
+                       f"the {kind} set of [T, L] = [{T}, {L}] ({float(n):.3g} sequences)",
+                       {"sizes" if kind != "exhaustive" else "exhaustive": [T, L], "n_sampled": cfg["n_sampled"],
+                        "n_pairs": cfg["n_pairs"]}, device=ctx.device)
     checks = []
     sequences = functools.cache(lambda kind, T, L: _sequences(cfg, kind, T, L))  # built only when needed
     for kind, T, L in _sets(cfg):
