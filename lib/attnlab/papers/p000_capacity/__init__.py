@@ -1,5 +1,9 @@
 """Paper 000: A Capacity-Based Rationale for Multi-Head Attention (Adler).
 
+Citation: Micah Adler, "A Capacity-Based Rationale for Multi-Head Attention", arXiv:2509.22840
+(2025; v1 titled "On the Capacity of Self-Attention"). No code was released; this package is
+its only implementation.
+
 Its chapters are the modules of `results/` (one per chapter; BOOK_ORDER is the paper's
 order, which the registry, the toc and the overview follow).
 """
@@ -11,10 +15,12 @@ VENUE = "arXiv preprint, 2025"
 URL = "https://arxiv.org/abs/2509.22840"
 
 BOOK_ORDER: tuple[str, ...] = (
-    "construction-one-hot",
-    "construction-compressive",
-    "noise-budget",
-    "softmax-construction",
-    "general-embeddings",
-    "lower-bounds",
+    "construction-one-hot",      # §4, App. B.1
+    "construction-compressive",  # §4, App. B.2
+    "noise-budget",              # §5
+    "softmax-construction",      # §8
+    "lower-bounds",              # §9
+    "general-embeddings",        # App. B.3
+    "general-graphs",            # App. B.4
+    "footprint",                 # App. C
 )

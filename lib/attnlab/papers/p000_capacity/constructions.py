@@ -219,11 +219,11 @@ def matchings(edges: np.ndarray, m: int, d_model: int, equal_heads: int | None =
 
 
 def general_graph(edges: np.ndarray, X: np.ndarray, W_sig: np.ndarray, equal_heads: int | None = None,
-                  tau: float | None = None) -> QKConstruction:
-    """Algorithm 5: one head per matching of Lemma B.8 (block size d_model), shared Rademacher
-    signatures, W^(k) = X^T W'^(k), tau = d_k / 2."""
+                  tau: float | None = None, block: int | None = None) -> QKConstruction:
+    """Algorithm 5: one head per matching of Lemma B.8 (matchings of at most `block` edges, the
+    paper's block = d_model), shared Rademacher signatures, W^(k) = X^T W'^(k), tau = d_k / 2."""
     m, d = X.shape
-    parts = matchings(edges, m, d, equal_heads)
+    parts = matchings(edges, m, block or d, equal_heads)
     return from_matchings([edges[p, 0] for p in parts], [edges[p, 1] for p in parts], W_sig, X.T,
                           rademacher_tau(W_sig.shape[1]) if tau is None else tau)
 

@@ -30,7 +30,7 @@ PARAMS = (
     Param("lemma_d", "int", "d_model of the Lemma B.3 check (block size B = d_model)", min=4, max=4096),
 )
 PRESETS = {
-    "ci": {"m": 1024, "d_model": 512, "D_K": 2048, "heads": [1, 2, 4, 8, 16], "seeds": 4,
+    "ci": {"m": 1024, "d_model": 512, "D_K": 2048, "heads": [1, 2, 4, 8, 16], "seeds": 3,
            "contexts": 2000, "lemma_m": 2048, "lemma_d": 128},
     "full": {"m": 4096, "d_model": 1024, "D_K": 4096, "heads": [1, 2, 4, 8, 16, 32, 64], "seeds": 10,
              "contexts": 2000, "lemma_m": 4096, "lemma_d": 256},
