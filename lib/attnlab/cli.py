@@ -93,7 +93,8 @@ def cmd_run(args) -> int:
             except ConnectionError as err:
                 print(f"attnlab: {exp.id}: cannot join the Ray cluster at {args.address}: {err}", file=sys.stderr)
                 return EXIT_FAILED
-            print(f"attnlab: {exp.id} on {backend.describe()}", file=sys.stderr)
+            where = backend.describe()
+            print(f"attnlab: {exp.id} on {where}", file=sys.stderr)
         try:
             with Context.using(backend):
                 result = exp.run(config, progress=not args.quiet)
@@ -108,7 +109,7 @@ def cmd_run(args) -> int:
             out.mkdir(parents=True, exist_ok=True)
             (out / "result.json").write_text(json.dumps(result, indent=1, default=str))
         meta = result.get("meta", {})
-        print(f"{exp.id}: done in {meta.get('seconds')} s on {meta.get('device')} "
+        print(f"{exp.id}: done in {meta.get('seconds')} s on {meta.get('device') if backend == 'local' else where} "
               f"({meta.get('computed')} computed, {meta.get('store_hits')} from the store)"
               + (f"; result in {out / 'result.json'}" if out else ""))
         return EXIT_OK

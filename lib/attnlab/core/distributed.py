@@ -18,7 +18,7 @@ task finishes (`ray.wait`), so:
 A task asks for one GPU when the cluster has GPUs (and the config's device is not "cpu"), else
 for one CPU, and runs one torch thread. At most as many tasks are in flight as the cluster has
 such slots (read again as tasks finish, so nodes that join get work). Long programs that save
-checkpoints (paper 002) write them under the store's folder on the worker when it can write
+checkpoints write them under the store's folder on the worker when it can write
 there (one machine, or a shared file system: a retried task resumes from it), else under the
 worker's temporary folder.
 

@@ -49,11 +49,11 @@ def test_the_worker_store_refuses_units_and_keeps_a_folder_for_checkpoints(tmp_p
 
 
 def test_checkpoints_go_to_the_drivers_folder_when_writable_else_to_a_temporary_folder(tmp_path, monkeypatch):
-    folder = tmp_path / "results" / "full" / "002-counting" / "x"
-    assert worker_folder(str(folder), "002-counting/x") == folder
+    folder = tmp_path / "results" / "full" / "paper" / "result"
+    assert worker_folder(str(folder), "paper/result") == folder
     monkeypatch.setattr(distributed.os, "access", lambda path, mode: False)
-    elsewhere = worker_folder(str(folder), "002-counting/x")
-    assert elsewhere != folder and elsewhere.parts[-3:] == ("attnlab-ray", "002-counting", "x")
+    elsewhere = worker_folder(str(folder), "paper/result")
+    assert elsewhere != folder and elsewhere.parts[-3:] == ("attnlab-ray", "paper", "result")
 
 
 def test_without_ray_the_backend_says_how_to_install_it(monkeypatch):
