@@ -13,6 +13,7 @@ URL = "https://arxiv.org/abs/2506.05678"
 BOOK_ORDER: tuple[str, ...] = (
     "thm41-tradeoff-bound",
     "allocation-rule",
+    "delta-fits-construction",
     "fig2-ngram-heads",
     "softmax-saturation",
 )
