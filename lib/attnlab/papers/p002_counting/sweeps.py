@@ -30,7 +30,7 @@ import torch
 
 from attnlab.core.experiment import Context, Incomplete
 from attnlab.core.hashing import derive_seed, stable_hash
-from attnlab.core.params import Param
+from attnlab.core.params import Param, require_memory
 from attnlab.core.train import MaskedAdam
 
 from . import bounds, paper
@@ -117,6 +117,11 @@ def _checkpoint_path(ctx: Context, keys: list[dict]) -> str:
 def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol, keys: list[dict], data_seed: int,
                    cfg: dict, deadline: float | None) -> list[dict]:
     T, L = configs[0].T, configs[0].L
+    d, p = max(c.d for c in configs), max(c.p for c in configs)  # every replica is padded to these
+    per_seq = 4 * L * (4 * d + 2 * p + 4 * L + 2)  # float32 activations of one sequence (measured: within 1.2x)
+    require_memory(len(configs) * per_seq * max(1.3 * proto.batch_size, proto.eval_n),
+                   f"a program of {len(configs)} models (d={d}, p={p})",
+                   {"T": T, "L": L, "batch_size": proto.batch_size, "eval_n": proto.eval_n}, device=ctx.device)
     model = ReplicaCounting(configs, device=ctx.device)
     if proto.frozen_embeddings:
         _freeze_embeddings(model)
