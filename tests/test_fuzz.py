@@ -203,6 +203,8 @@ PRODUCTS = [  # each value is within its own bound; together they would need far
     ("004-memorization/setup-formalism", dict(configs=[[4096, 2, 4096, 4096, 4096]])),
     ("004-memorization/thm1-exact-construction", dict(configs=[[4096, 4, 4096, 4096, 4096]])),
     ("004-memorization/thm2-kl-upper-bound", dict(configs=[[100_000, 2]], n_seq=100_000)),
+    ("002-counting/constructions-d-equals-T", dict(exhaustive=[[64, 64]])),
+    ("002-counting/phase-diagrams-softmax", dict(T=4096, L=256, d_list=[4096], p_list=[4096], batch_size=65536)),
 ]
 
 
