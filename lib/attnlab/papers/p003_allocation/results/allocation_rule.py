@@ -39,6 +39,11 @@ def compute(ctx: Context) -> dict:
     """Solves the programs (no training). Result: `ngram` (budget -> optimum of Cor. 4.1 for
     rho_i = I, i = 1..4), `enum` (budget -> DP and brute-force optima), `decay` (the optimum for
     ||rho_i|| = r^i), `volterra` (order -> budget -> optimum of Cor. E.1 with and without ε_H)."""
+    key = {"what": ctx.experiment.id, **{k: v for k, v in ctx.config.items() if k != "device"}}
+    return ctx.unit(key, lambda: _evaluate(ctx))
+
+
+def _evaluate(ctx: Context) -> dict:
     cfg = ctx.config
     d = cfg["d"]
     rho4 = [1.0] * paper.NGRAM_LAGS

@@ -46,6 +46,11 @@ def compute(ctx: Context) -> dict:
     largest coefficient with m = T + 1 terms), `two_term` (T -> smallest exact l1 error over the
     random rate pairs), `constructions` (label -> per pad: measured (2,inf) error, deterministic
     bound, Theorem 4.1's bound with the lemma's term and with the achieved fit errors)."""
+    key = {"what": ctx.experiment.id, **{k: v for k, v in ctx.config.items() if k != "device"}}
+    return ctx.unit(key, lambda: _evaluate(ctx))
+
+
+def _evaluate(ctx: Context) -> dict:
     cfg = ctx.config
     rng = np.random.default_rng(cfg["seed"])
     sups = bounds.bump_derivative_sups(2)

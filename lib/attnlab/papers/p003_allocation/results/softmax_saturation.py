@@ -40,6 +40,11 @@ def compute(ctx: Context) -> dict:
     `bound_ratio` (setting -> min and max of L ||J|| over all draws), `props` (maximal violations
     of PSD, lambda <= 1/2, the trace identity and interlacing), `causal` (||J_l|| per query position
     for zero and random bounded logits), `comp` (d_h -> mean errors per L, and Lambda_h^H)."""
+    key = {"what": ctx.experiment.id, **{k: v for k, v in ctx.config.items() if k != "device"}}
+    return ctx.unit(key, lambda: _evaluate(ctx))
+
+
+def _evaluate(ctx: Context) -> dict:
     cfg = ctx.config
     if max(cfg["d_h"]) > cfg["d_H"] or cfg["d_H"] > cfg["D"]:
         raise ParameterError(f"parameter 'd_h': value {cfg['d_h']} is not allowed; need d_h <= d_H = {cfg['d_H']} "
