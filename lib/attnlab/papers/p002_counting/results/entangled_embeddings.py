@@ -38,7 +38,7 @@ PARAMS = (
     Param("compare_variant", "str", "second model (the authors' notebook: dot+sftm); none = skip",
           choices=VARIANTS + ("none",)),
     Param("compare_p", "int", "MLP width of the second model (notebook 64)", min=1, max=4096),
-    Param("seed_list", "int_list", "list of seed ids: training seeds per (model, d) (paper: 5 runs)", min=0),
+    Param("seed_list", "int_list", "list of seed ids: training seeds per (model, d) (paper: 5 runs)", min=0, max=2**31 - 1),
     Param("pick", "str", "which run per (model, d) the figure shows (the notebook: the worst)", choices=PICKS),
     *TRAINING_PARAMS,
 )

@@ -27,7 +27,7 @@ PARAMS = (
     Param("d_list", "int_list", "embedding dimensions (paper: the 14-value grid)", min=1, max=4096),
     Param("p_list", "int_list", "MLP widths (paper: the 14-value grid)", min=1, max=4096),
     Param("variants", "str", "comma-separated models, from: " + ", ".join(VARIANTS)),
-    Param("seed_list", "int_list", "list of seed ids: training seeds per configuration (paper: 5 runs)", min=0),
+    Param("seed_list", "int_list", "list of seed ids: training seeds per configuration (paper: 5 runs)", min=0, max=2**31 - 1),
     *TRAINING_PARAMS,
 )
 
