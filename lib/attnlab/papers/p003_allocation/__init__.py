@@ -16,4 +16,5 @@ BOOK_ORDER: tuple[str, ...] = (
     "delta-fits-construction",
     "fig2-ngram-heads",
     "softmax-saturation",
+    "fig8-memory-kernels",
 )
