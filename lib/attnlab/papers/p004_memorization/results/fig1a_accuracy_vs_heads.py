@@ -14,7 +14,7 @@ from attnlab.core.params import Param
 from .. import bounds, paper
 from ..models import AoTConfig
 from ..paper import PROTOCOL
-from ..analysis import full_command
+from ..analysis import curve_row, full_command, values_at
 from ..sweeps import train_points, TRAINING_PARAMS, untrained_accuracy
 
 
@@ -120,6 +120,18 @@ def _paper_scale_claims(t: ClaimsTable, full: dict | None) -> None:
         else:
             t.add("20", text, paper=ref, ours=ours, holds=abs(ours - ref) <= 0.05, tolerance="± 0.05",
                   asserted=False, source="data")
+    cmd = full_command("fig1a-accuracy-vs-heads")
+    ds = sorted(paper.EXP1_ACCURACY)
+    flat = [a for d in ds for a in paper.EXP1_ACCURACY[d]]
+    ours = None
+    if full and all(d in per_d for d in ds):
+        got = [values_at(H, per_d[d]["accuracy"], paper.EXP1_H) for d in ds]
+        ours = None if any(g is None for g in got) else [a for g in got for a in g]
+    curve_row(t, "P1a", f"paper scale, Fig. 1a, N = 50: all {len(ds)} curves d = d_h = {ds[0]} … {ds[-1]}, "
+              f"H = 1 … 31 ({len(flat)} accuracies)", flat, ours, cmd)
+    slopes = [per_d[d]["slope"] for d in ds] if full and all(d in per_d for d in ds) else None
+    curve_row(t, "P2b", f"paper scale, Fig. 2b: slope of accuracy in H for d = {ds[0]} … {ds[-1]}",
+              [paper.EXP4_SLOPE[d] for d in ds], slopes, cmd, tol=0.005)
 
 
 EXPERIMENTS = (
