@@ -15,7 +15,7 @@ from attnlab.core.params import Param, ParameterError
 
 from .. import bounds
 from ..paper import EXP6_ACCURACY, EXP6_H, EXP6_SLOPE_RATIO_TEXT, PROTOCOL
-from ..analysis import full_command
+from ..analysis import curve_row, full_command, values_at
 from ..sweeps import train_points, TRAINING_PARAMS
 
 
@@ -103,6 +103,9 @@ def claims_fig4(result: dict, full: dict | None = None) -> ClaimsTable:
         else:
             t.add("20", text, paper=ref, ours=ours, holds=abs(ours - ref) <= 0.05, tolerance="± 0.05",
                   asserted=False, source="data")
+    ours = values_at(full["config"]["H_list"], fa[2]["accuracy"], EXP6_H) if 2 in fa else None
+    curve_row(t, "P4", "paper scale, Fig. 4, d = d_h = 2: accuracy at H = 1 … 21 (released data, 20 repetitions)",
+              EXP6_ACCURACY, ours, full_command("fig4-small-dimension"))
     return t
 
 
