@@ -92,7 +92,7 @@ def claims_thm1eps(result: dict) -> ClaimsTable:
               holds=worst < 1e-6, tolerance="± 1e-6", asserted=True, source="text")
     below = min(r["kl_aot"] - ks for r in b)
     t.add("P1", "Prop. 1: KL(AoT) ≥ KL* at every H (least margin)", paper="≥ 0",
-          ours="0 (|margin| < 1e-12)" if abs(below) < 1e-12 else below,  # rounding-level sign is not stable
+          ours="0 (abs. margin < 1e-12)" if abs(below) < 1e-12 else below,  # rounding-level sign is not stable
           holds=below >= -1e-6, tolerance="≥ −1e-6", asserted=True, source="text")
     app_le_main = all(r["C_app"] <= r["C_main"] * (1 + 1e-9) for r in b if r["eps"] > 0)
     t.consistency("err3", "constant C: App. Eq. (14)'s ≤ the main text's (both valid; they differ)", expected="differ",
