@@ -8,7 +8,7 @@ export ATTNLAB_THREADS := 1
 export OMP_NUM_THREADS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test install check clean browser
+.PHONY: book test install check clean browser ray
 
 install: $(STAMP)
 
@@ -27,9 +27,15 @@ book: $(STAMP)
 # Unit tests, nbval over every executed notebook in book/ (2 workers, claims tables compared)
 # and a strict book build (tests/test_book.py::test_strict_book_build). Results are recomputed in a
 # fresh store.
-test: $(STAMP) browser
+test: $(STAMP) ray browser
 	ATTNLAB_STORE=$$(mktemp -d) $(BIN)/python -m pytest -n 2 --dist loadfile --nbval-lax \
 		--durations=15 lib tests book
+
+# The optional Ray backend (tests/test_ray.py needs it): installed for the tests only, never for the book.
+ray: $(VENV)/.ray-installed
+$(VENV)/.ray-installed: $(STAMP) requirements-ray.txt
+	$(BIN)/python -m pip install --quiet -r requirements-ray.txt
+	touch $@
 
 # The browser test (tests/test_browser.py) looks at the built book in Debian's headless Chromium.
 browser:

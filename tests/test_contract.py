@@ -102,7 +102,8 @@ def test_import_graph_runs_from_papers_to_core_and_results_modules_stand_alone()
     for path in (LIB / "core").rglob("*.py"):
         bad = [m for m in _imports(path) if m.startswith("attnlab.papers") or m.startswith("attnlab.notebooks")]
         assert not bad, f"{path.relative_to(REPO)} imports {bad}: core names no paper"
-        assert not re.search(r"\b(p00\d_\w+|00\d-[a-z]+)", path.read_text()), f"{path.relative_to(REPO)} names a paper"
+        if not path.name.endswith("_test.py"):  # tests may use made-up ids
+            assert not re.search(r"\b(p00\d_\w+|00\d-[a-z]+)", path.read_text()), f"{path.relative_to(REPO)} names a paper"
     for path in (LIB / "papers").glob("p*/results/*.py"):
         if path.name.endswith("_test.py"):
             continue

@@ -24,7 +24,7 @@ OPERATIONAL = frozenset({"scale", "device", "chunk", "time_limit", "checkpoint_e
 
 @dataclass(frozen=True)
 class Experiment:
-    """A paper result. `id` is '<paper folder>/<result slug>', e.g. '004-memorization/fig1a-accuracy-vs-heads'."""
+    """A paper result. `id` is '<paper folder>/<result slug>', e.g. '<NNN-paper>/<chapter-slug>'."""
 
     id: str
     label: str  # as the paper names it: "Fig. 1a, Fig. 2b (Exps. 1 and 4)"
