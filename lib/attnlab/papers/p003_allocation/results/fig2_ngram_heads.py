@@ -29,7 +29,7 @@ PARAMS = (
     Param("chunk", "int", "replicas per tensor program (memory)", min=1, max=10000),
 )
 PRESETS = {
-    "ci": {"d": 8, "D": 64, "L": 16, "heads": [1, 2, 4, 8, 16, 32], "lrs": [1e-2], "seeds": 1, "steps": 300,
+    "ci": {"d": 8, "D": 64, "L": 16, "heads": [1, 2, 4, 8, 16, 32], "lrs": [1e-2], "seeds": 1, "steps": 250,
            "batch": 32, "ffn_mult": 1, "noise": 0.01, "n_eval": 1024, "chunk": 64},
     "medium": {"d": 8, "D": 256, "L": 64, "heads": [1, 2, 4, 8, 16, 32, 64, 128, 256], "lrs": [1e-3, 3e-3],
                "seeds": 1, "steps": 3000, "batch": 64, "ffn_mult": 4, "noise": 0.01, "n_eval": 1024, "chunk": 18},
