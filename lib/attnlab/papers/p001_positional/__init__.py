@@ -18,4 +18,5 @@ BOOK_ORDER: tuple[str, ...] = (
     "benes-routing",  # App. A.4, Fig. 8; App. B.2, Lemma B.1
     "hardmax-softmax-patterns",  # App. B.3, Lemma B.3; App. B.5, Remark B.6
     "ood-sampling",  # App. E, Fig. 35
+    "discrepancy-bound",  # App. G
 )
