@@ -23,8 +23,8 @@ PARAMS = (
     Param("d_list", "int_list", "embedding dimensions of the grid", min=1, max=4096),
     Param("p_list", "int_list", "MLP widths of the grid", min=1, max=4096),
     Param("pow2_T", "int_list", "alphabet sizes whose sweeps keep only the powers of two ≥ 2 of the grid "
-          "(Fig. 13: T = 64 on {2, 4, …, 128})", min=0),
-    Param("seed_list", "int_list", "list of seed ids: seeds per (d, p) (paper: 5 runs)", min=0),
+          "(Fig. 13: T = 64 on {2, 4, …, 128})", min=0, max=4096),
+    Param("seed_list", "int_list", "list of seed ids: seeds per (d, p) (paper: 5 runs)", min=0, max=2**31 - 1),
     Param("success", "float", "accuracy (best over seeds and evals) that counts as solved for the transitions",
           min=0.0, max=1.0),
 ) + TRAINING_PARAMS
