@@ -118,3 +118,14 @@ def error_per_position(model: OneLayer, X: np.ndarray, rho_all: Sequence[np.ndar
     Xp = np.concatenate([np.zeros((d, pad)), X], axis=1)
     Yhat = forward(model, Xp)[:, pad:]
     return np.linalg.norm(target(X, rho_all) - Yhat, axis=0)
+
+
+def projection_residuals(D: int, d_m: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Lemma B.2 by Monte Carlo: ||(I - P^T P) x|| / ||x|| for n independent draws of a Haar-random
+    P (d_m x D, orthonormal rows) and x uniform on a sphere (zero mean, identity covariance up to scale)."""
+    out = np.empty(n)
+    for i in range(n):
+        P = random_projection(d_m, D, rng)
+        x = rng.normal(size=D)
+        out[i] = np.linalg.norm(x - P.T @ (P @ x)) / np.linalg.norm(x)
+    return out

@@ -58,3 +58,11 @@ def test_projection_and_overlap_check():
     assert P @ P.T == pytest.approx(np.eye(3), abs=1e-12)
     with pytest.raises(ValueError):
         C.build([E.fit_delta(1, 2)], ((2, 4),), [np.eye(4)], 4, 7, [C.random_projection(4, 4, rng)])
+
+
+def test_projection_residual_mean_matches_lemma_b2():
+    rng = np.random.default_rng(4)
+    r = C.projection_residuals(32, 8, 400, rng)
+    assert abs(r.mean() - math.sqrt(1 - 8 / 32)) < 0.02
+    assert np.all(r <= 1 + 1e-12)
+    assert C.projection_residuals(8, 8, 5, rng) == pytest.approx(np.zeros(5), abs=1e-12)

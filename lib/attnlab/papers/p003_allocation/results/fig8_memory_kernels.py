@@ -33,7 +33,7 @@ PARAMS = (
 )
 PRESETS = {
     "ci": {"families": "exp,delta", "alphas": [2.0, 8.0], "d": 4, "D": 32, "L": 16, "heads": [1, 4, 16],
-           "lr": 1e-2, "steps": 200, "batch": 32, "ffn_mult": 1, "n_eval": 512, "seed": 0},
+           "lr": 1e-2, "steps": 150, "batch": 32, "ffn_mult": 1, "n_eval": 512, "seed": 0},
     "full": {"families": "exp,poly,delta,airy", "alphas": [1.0, 2.0, 4.0, 8.0], "d": 8, "D": paper.FIG8_WIDTH,
              "L": 64, "heads": [1, 2, 4, 8, 16, 32, 64, 128], "lr": 1e-3, "steps": 5000, "batch": 64, "ffn_mult": 4,
              "n_eval": 1024, "seed": 0},
