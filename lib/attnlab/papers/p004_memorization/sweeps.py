@@ -71,20 +71,29 @@ def train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
     defaults = {"param": "paper", "mlp_width": 0}
     keys = [{"model": "aot", "S": 2, **common, **{k: v for k, v in p.items() if defaults.get(k, None) != v}}
             for p in points]
+    programs: dict[int, list[int]] = {}  # each point's program, planned over all points
+
     def plan(missing: list[int]) -> list[list[int]]:
-        """The programs, in training order: similar sizes together, one kind per program, `chunk` at most."""
-        todo = sorted(missing, key=lambda i: (keys[i]["d"], keys[i]["d_h"], keys[i].get("mlp_width", 0),
-                                              keys[i]["H"]))  # similar sizes share a program
-        check_training_memory(ctx, [points[i] for i in todo], min(cfg["chunk"], len(todo)))
+        """The programs, in training order: similar sizes together, one kind per program, `chunk` at
+        most. They are planned over all points, stored or not, so a resumed sweep trains the same
+        programs as an uninterrupted one (replicas are independent in exact arithmetic, not in float32
+        rounding); a program with missing points is trained whole and stores only those."""
+        todo = sorted(range(len(keys)), key=lambda i: (keys[i]["d"], keys[i]["d_h"], keys[i].get("mlp_width", 0),
+                                                       keys[i]["H"]))  # similar sizes share a program
         chunks = []  # one program per (param, with or without MLP): attention-only replicas skip the padded MLP
         kind = lambda i: (keys[i].get("param", "paper"), keys[i].get("mlp_width", 0) > 0)  # noqa: E731
         for group_kind in sorted({kind(i) for i in todo}):
             group = [i for i in todo if kind(i) == group_kind]
             chunks += [group[j:j + cfg["chunk"]] for j in range(0, len(group), cfg["chunk"])]
-        return chunks
+        wanted = set(missing)
+        chunks = [c for c in chunks if wanted.intersection(c)]
+        check_training_memory(ctx, [points[i] for c in chunks for i in c], max(map(len, chunks)))
+        programs.update({i: c for c in chunks for i in c})
+        return [[i for i in c if i in wanted] for c in chunks]
 
-    def train(chunk: list[int]):
-        """Train one program (the replicas `chunk`); yield each replica's row."""
+    def train(group: list[int]):
+        """Train the program of the points `group` (with its stored points, if any); yield the rows of `group`."""
+        chunk = programs[group[0]]
         tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
         tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
         spe = 1 if cfg["batch_size"] == 0 else cfg["n_batches"]
@@ -105,8 +114,9 @@ def train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
         with torch.no_grad():
             acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
         for r, i in enumerate(chunk):
-            yield i, {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
-                      "final_loss": log.final_loss[r], "steps": log.steps_trained[r]}, log.seconds / len(chunk)
+            if i in group:
+                yield i, {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
+                          "final_loss": log.final_loss[r], "steps": log.steps_trained[r]}, log.seconds / len(chunk)
 
     return [{**p, **row} for p, row in zip(points, ctx.units(keys, train, plan, desc))]
 
@@ -223,16 +233,24 @@ def train_deep_points(ctx: Context, points: list[dict], desc: str) -> list[dict]
     Each stored row also holds the replica's accuracy before training (the random baseline)."""
     cfg = ctx.config
     keys = [{"model": "deep", "S": 2, **{k: cfg[k] for k in TRAIN_KEYS}, **p} for p in points]
+    programs: dict[int, list[int]] = {}  # each point's program, planned over all points
+
     def plan(missing: list[int]) -> list[list[int]]:
         """The programs, in training order: similar sizes together (less padding), MLP replicas
-        together (the MLP runs on them only), `chunk` at most."""
-        todo = sorted(missing, key=lambda i: (points[i]["w"] > 0, points[i]["H"], points[i]["d"], points[i]["d_h"],
-                                              points[i]["w"]))
-        check_training_memory(ctx, [points[i] for i in todo], min(cfg["chunk"], len(todo)), cfg["layers"])
-        return [todo[i:i + cfg["chunk"]] for i in range(0, len(todo), cfg["chunk"])]
+        together (the MLP runs on them only), `chunk` at most; planned over all points, so a resumed
+        sweep trains the same programs as an uninterrupted one (see `train_points`)."""
+        todo = sorted(range(len(keys)), key=lambda i: (points[i]["w"] > 0, points[i]["H"], points[i]["d"],
+                                                       points[i]["d_h"], points[i]["w"]))
+        wanted = set(missing)
+        chunks = [c for c in (todo[i:i + cfg["chunk"]] for i in range(0, len(todo), cfg["chunk"]))
+                  if wanted.intersection(c)]
+        check_training_memory(ctx, [points[i] for c in chunks for i in c], max(map(len, chunks)), cfg["layers"])
+        programs.update({i: c for c in chunks for i in c})
+        return [[i for i in c if i in wanted] for c in chunks]
 
-    def train(chunk: list[int]):
-        """Train one program (the replicas `chunk`); yield each replica's row."""
+    def train(group: list[int]):
+        """Train the program of the points `group` (with its stored points, if any); yield the rows of `group`."""
+        chunk = programs[group[0]]
         tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
         tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
         model = ReplicaDeep([deep_config(cfg, points[i]) for i in chunk], device=ctx.device)
@@ -248,6 +266,8 @@ def train_deep_points(ctx: Context, points: list[dict], desc: str) -> list[dict]
         with torch.no_grad():
             acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
         for r, i in enumerate(chunk):
+            if i not in group:
+                continue
             yield i, {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
                       "untrained_accuracy": acc0[r], "final_loss": log.final_loss[r],
                       "steps": log.steps_trained[r]}, log.seconds / len(chunk)
