@@ -26,7 +26,7 @@ def test_every_paper_package_declares_its_identity():
             assert getattr(pkg, attr, None) is not None, f"{pkg.__name__} lacks {attr}"
         assert re.fullmatch(r"\d{3}-[a-z]+", pkg.ID), pkg.ID
         assert pkg.__name__.split(".")[-1] == f"p{pkg.ID[:3]}_{pkg.ID[4:]}", pkg.__name__
-        assert pkg.URL.startswith("https://"), pkg.URL
+        assert pkg.URL == "" or pkg.URL.startswith("https://"), pkg.URL  # "": no public version
         assert len(set(pkg.BOOK_ORDER)) == len(pkg.BOOK_ORDER), f"{pkg.ID}: a slug twice in BOOK_ORDER"
     assert len(PAPERS) == len({p.ID for p in packages()})
 
@@ -118,7 +118,7 @@ def test_results_full_holds_only_runs_of_the_full_preset():
     """Every committed paper-scale entry says it was computed by its result's full preset."""
     reg = registry()
     for path in sorted((REPO / "results" / "full").rglob("*.json")):
-        if "checkpoints" in path.parts:
+        if "checkpoints" in path.parts or path.name.startswith("."):  # a killed writer's .tmp- file
             continue
         rel = path.relative_to(REPO / "results" / "full")
         result_id = "/".join(rel.parts[:2])

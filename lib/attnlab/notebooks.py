@@ -300,7 +300,8 @@ def papers_table() -> str:
         rows = [r for e in exps if e.executed.exists() for r in claims_of(e.executed)]
         n = _counts(rows)
         part = f"[{pkg.TITLE}]({pkg.ID}/overview.md)" if (BOOK / pkg.ID / "overview.md").exists() else pkg.TITLE
-        out.append(f"| {pkg.ID[:3]} | {part} | {pkg.AUTHORS}; {pkg.VENUE}; [paper]({pkg.URL}) | {len(exps)} | "
+        where = f"[paper]({pkg.URL})" if pkg.URL else "no public version"
+        out.append(f"| {pkg.ID[:3]} | {part} | {pkg.AUTHORS}; {pkg.VENUE}; {where} | {len(exps)} | "
                    f"{n['reproduced']} / {len(rows)} |")
     return "\n".join(out)
 

@@ -8,7 +8,7 @@ ID = "003-allocation"
 TITLE = "Allocation of Parameters in Transformers"
 AUTHORS = "Anonymous (under double-blind review)"
 VENUE = "preprint under review"
-URL = "https://arxiv.org/abs/2506.05678"
+URL = ""  # an anonymous submission under review: no public version to link (2506.05678 is Jiang et al., the source of Fig. 8)
 
 BOOK_ORDER: tuple[str, ...] = (
     "thm41-tradeoff-bound",
