@@ -80,7 +80,7 @@ def test_presets_resolve_and_parameters_cell_names_only_declared_parameters(exp)
 @pytest.mark.parametrize("exp", EXPS, ids=[e.id for e in EXPS])
 def test_compute_says_what_it_trains_or_loads_and_what_it_holds(exp):
     doc = (exp.compute.__doc__ or "").strip()
-    assert len(doc) >= 60 and re.search(r"\b(result|holds|returns)\b", doc), \
+    assert len(doc) >= 60 and re.search(r"\b(result|holds|returns)\b", doc, re.I), \
         f"{exp.id}: {exp.compute.__name__} needs a docstring saying what it trains or loads and what its result holds"
 
 
