@@ -143,11 +143,11 @@ def claims(result: dict) -> ClaimsTable:
                   asserted=True)
     v = result["mpc"]["violation"]
     t.consistency("8", "without assumption 2 (sizes multiples of 2^{k−1}) a machine can receive more than s "
-                  f"(p = 4, s = 2: largest load)", expected="> 2", ours=v["max_received"],
+                  "(p = 4, s = 2: largest load)", expected="> 2", ours=v["max_received"],
                   holds=v["max_received"] > v["s"], asserted=True)
     v = result["mpc"]["violation_ge"]
     t.consistency("9", "assumption 2 as printed ('0 or at least 2^{k−1}' tuples) is not enough: p = 4, sizes in "
-                  f"{{0, 2, 3}}, s = 3, every such matrix: largest load", expected="≤ 3 if it were enough",
+                  "{0, 2, 3}, s = 3, every such matrix: largest load", expected="≤ 3 if it were enough",
                   ours=v["max_received"], holds=v["max_received"] > v["s"], tolerance="erratum", asserted=True)
     return t
 
