@@ -31,7 +31,7 @@ PARAMS = (
 )
 PRESETS = {
     "ci": {"m": 1024, "d_model": 512, "D_K": 2048, "heads": [1, 2, 4, 8, 16], "seeds": 3,
-           "contexts": 2000, "lemma_m": 2048, "lemma_d": 128},
+           "contexts": 2000, "lemma_m": 1024, "lemma_d": 128},
     "full": {"m": 4096, "d_model": 1024, "D_K": 4096, "heads": [1, 2, 4, 8, 16, 32, 64], "seeds": 10,
              "contexts": 2000, "lemma_m": 4096, "lemma_d": 256},
 }
