@@ -1,0 +1,74 @@
+"""The chapters of paper 000: registered, bad parameters rejected, tiny configurations computed,
+stored results reused, and a read-only paper-scale lookup that never computes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from attnlab.core.claims import ClaimsTable
+from attnlab.core.params import ParameterError
+from attnlab.papers import p000_capacity, registry
+
+TINY = {
+    "construction-one-hot": {"ms": [16, 32], "dks": [8, 64], "trials": 2},
+    "construction-compressive": {"m": 64, "d_model": 32, "D_K": 64, "heads": [1, 2], "seeds": 1, "contexts": 20,
+                                 "lemma_m": 64, "lemma_d": 16},
+    "noise-budget": {"m": 128, "d_model": 16, "d_k": 8, "blocks": [16, 32, 64], "sources": 8},
+    "softmax-construction": {"m": 64, "d_model": 32, "configs": [[2, 16]], "ells": [4, 16, 32], "n_short": 5,
+                             "n_long": 2, "lemma_samples": 40},
+    "lower-bounds": {"trials": 20},
+    "general-embeddings": {"m": 64, "d_model": 32, "gun_blocks": [8, 16], "rbce_blocks": [8], "dks": [16], "c_p": 2.0,
+                           "gamma_sources": 2},
+    "general-graphs": {"m": 64, "d_model": 32, "block": 16, "d_k": 32, "degrees": [1, 2], "hub": 12},
+    "footprint": {"ell": 8, "d_model": 8, "D_K": 8, "heads": [1, 2], "repeats": 1, "m": 32},
+}
+BAD = {  # one value per chapter that must be rejected, naming the parameter
+    "construction-one-hot": ("trials", 0),
+    "construction-compressive": ("heads", [3]),
+    "noise-budget": ("blocks", [10**6]),
+    "softmax-construction": ("ells", [1]),
+    "lower-bounds": ("gamma", 2.0),
+    "general-embeddings": ("c_p", 1000.0),
+    "general-graphs": ("block", 10**6),
+    "footprint": ("heads", [3]),
+}
+
+
+def _experiments():
+    return {e.id.split("/", 1)[1]: e for e in registry().values() if e.paper == p000_capacity.ID}
+
+
+def test_every_chapter_is_registered_in_book_order():
+    assert tuple(_experiments()) == p000_capacity.BOOK_ORDER
+    assert set(TINY) == set(p000_capacity.BOOK_ORDER) == set(BAD)
+
+
+@pytest.mark.parametrize("slug", p000_capacity.BOOK_ORDER)
+def test_bad_parameter_raises(slug, tmp_path):
+    exp = _experiments()[slug]
+    name, value = BAD[slug]
+    with pytest.raises(ParameterError, match=name):
+        exp.run(exp.config("ci", **{**TINY[slug], name: value}), store_root=tmp_path, progress=False)
+
+
+@pytest.mark.parametrize("slug", p000_capacity.BOOK_ORDER)
+def test_tiny_run_gives_claims_and_resumes(slug, tmp_path):
+    exp = _experiments()[slug]
+    mod = __import__(f"attnlab.papers.p000_capacity.results.{slug.replace('-', '_')}", fromlist=["claims"])
+    cfg = exp.config("ci", **TINY[slug])
+    first = exp.run(cfg, store_root=tmp_path, progress=False)
+    table = mod.claims(first)
+    assert isinstance(table, ClaimsTable) and table.rows
+    assert all(r.tolerance for r in table.rows)  # never an empty tolerance
+    again = exp.run(cfg, store_root=tmp_path, progress=False)
+    assert again["meta"]["computed"] == 0 and mod.claims(again).markdown() == table.markdown()
+
+
+@pytest.mark.parametrize("slug", p000_capacity.BOOK_ORDER)
+def test_paper_scale_lookup_is_read_only_and_fast(slug, tmp_path, monkeypatch):
+    exp = _experiments()[slug]
+    start = time.perf_counter()
+    assert exp.stored("full") is None  # nothing stored for paper 000 yet: must not compute
+    assert time.perf_counter() - start < 5
