@@ -37,6 +37,9 @@ class MaskedAdam:
         self.t += act
         t = self.t.clamp(min=1)
         bc1, bc2 = 1 - self.b1 ** t, 1 - self.b2 ** t
+        if bool(active.all()):  # the common case: no masking, one multi-tensor pass per operation
+            self._step_all_active(lr, bc1, bc2)
+            return
         for p, m, v in zip(self.params, self.m, self.v):
             shape = (-1,) + (1,) * (p.dim() - 1)
             a = active.view(shape)
@@ -46,6 +49,28 @@ class MaskedAdam:
             denom = (v.sqrt() / bc2.sqrt().view(shape)) + self.eps
             update = (lr / bc1).view(shape) * m / denom
             p.sub_(torch.where(a, update, torch.zeros((), dtype=p.dtype, device=p.device)))
+
+    def _step_all_active(self, lr: torch.Tensor, bc1: torch.Tensor, bc2: torch.Tensor) -> None:
+        """`step` with every replica active, as multi-tensor (torch._foreach_*) operations: the same
+        float operations in the same order as the masked loop above (where(True, x, y) = x), so the
+        result is bit for bit the same; only the per-operation dispatch over parameters is saved."""
+        ps, ms, vs = self.params, self.m, self.v
+        gs = [p.grad for p in ps]
+        shapes = [(-1,) + (1,) * (p.dim() - 1) for p in ps]
+        torch._foreach_mul_(ms, self.b1)  # m = b1 * m + (1 - b1) * g
+        torch._foreach_add_(ms, torch._foreach_mul(gs, 1 - self.b1))
+        g2 = torch._foreach_mul(gs, 1 - self.b2)  # v = b2 * v + ((1 - b2) * g) * g
+        torch._foreach_mul_(g2, gs)
+        torch._foreach_mul_(vs, self.b2)
+        torch._foreach_add_(vs, g2)
+        denom = torch._foreach_sqrt(vs)  # sqrt(v) / sqrt(bc2) + eps
+        sbc2 = bc2.sqrt()
+        torch._foreach_div_(denom, [sbc2.view(s) for s in shapes])
+        torch._foreach_add_(denom, self.eps)
+        step = lr / bc1  # update = (lr / bc1) * m / denom
+        update = torch._foreach_mul([step.view(s) for s in shapes], ms)
+        torch._foreach_div_(update, denom)
+        torch._foreach_sub_(ps, update)
 
 
 def linear_lr(start: float, end: float, steps: int, steps_per_epoch: int = 1) -> Callable[[int], float]:
