@@ -22,5 +22,6 @@ BOOK_ORDER: tuple[str, ...] = (
     "lower-bounds",              # §9
     "general-embeddings",        # App. B.3
     "general-graphs",            # App. B.4
+    "fig1-f1-vs-dk",             # §6, Figs. 1 and 9 (trained)
     "footprint",                 # App. C
 )

@@ -22,6 +22,7 @@ TINY = {
     "general-embeddings": {"m": 64, "d_model": 32, "gun_blocks": [8, 16], "rbce_blocks": [8], "dks": [16], "c_p": 2.0,
                            "gamma_sources": 2},
     "general-graphs": {"m": 64, "d_model": 32, "block": 16, "d_k": 32, "degrees": [1, 2], "hub": 12},
+    "fig1-f1-vs-dk": {"m": 16, "d_model": 8, "heads": [1, 2], "dks": [4], "seeds": 1, "steps": 20, "n_test": 10},
     "footprint": {"ell": 8, "d_model": 8, "D_K": 8, "heads": [1, 2], "repeats": 1, "m": 32},
 }
 BAD = {  # one value per chapter that must be rejected, naming the parameter
@@ -33,6 +34,7 @@ BAD = {  # one value per chapter that must be rejected, naming the parameter
     "general-embeddings": ("c_p", 1000.0),
     "general-graphs": ("block", 10**6),
     "footprint": ("heads", [3]),
+    "fig1-f1-vs-dk": ("lr", 5.0),
 }
 
 
