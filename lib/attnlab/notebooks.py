@@ -229,7 +229,7 @@ def scorecard_markdown() -> str:
     for pkg in packages():
         mine = [c for c in chapters if c[0].paper == pkg.ID]
         n = _counts([r for c in mine for r in c[2]])
-        lines.append(f"| [{pkg.ID[:3]} {pkg.TITLE}](/book/{pkg.ID}/overview.md) | {len(mine)} | "
+        lines.append(f"| [{pkg.ID[:3]} {pkg.TITLE.split(':')[0]}](/book/{pkg.ID}/overview.md) | {len(mine)} | "
                      + " | ".join(str(n[k]) for k in KINDS) + " |")
     allrows = [r for c in chapters for r in c[2]]
     for kind, title in (("fails", "What fails"), ("inconclusive", "What is inconclusive")):
