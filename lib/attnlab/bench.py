@@ -61,6 +61,7 @@ def workloads() -> dict[str, dict]:
 SINGLE = {"002 counting dot": 36, "002 counting lin+sftm": 36, "004 AoT paper sizes": 35, "004 AoT Exp. 6": 9}
 """The model timed alone (index into the workload's models): a mid-sized one (002: d = p = 6 -> index
 4 * 8 + 4 = 36; 004: d = 8, H = 4; Exp. 6: H = 10)."""
+GROUP = 16  # models per program in the size-grouped variant (`size_groups`)
 PROFILED = ("002 counting dot", "004 AoT paper sizes")
 
 
@@ -138,6 +139,13 @@ def _models(cfg: dict, idx=None) -> list:
     return rows if idx is None else [rows[i] for i in idx]
 
 
+def size_groups(cfg: dict, size: int = GROUP) -> list[list[int]]:
+    """The models as programs of `size`, sorted by their largest size (as the sweeps plan them): less padding."""
+    rows = _models(cfg)
+    order = sorted(range(len(rows)), key=lambda i: (max(rows[i][:-1]), tuple(rows[i])))
+    return [order[j:j + size] for j in range(0, len(order), size)]
+
+
 def train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
     """Seconds to train the models (all, or those at `idx`) as one replica-batched program."""
     lr = _schedule(cfg, steps)
@@ -197,7 +205,7 @@ def run_workload(name: str, cfg: dict, steps: int, repeats: int) -> dict:
     single = SINGLE[name]
     train_batched(cfg, batches, min(steps, 5), [0, 1])  # warm-up (first-call costs)
     train_plain(cfg, batches, min(steps, 5), _models(cfg)[0])
-    batched = plain = single_batched = float("inf")
+    batched = plain = single_batched = grouped = float("inf")
     plain_each = [float("inf")] * n
     for _ in range(repeats):  # the minimum over repeats is the least noisy estimate (as timeit does)
         batched = min(batched, train_batched(cfg, batches, steps))
@@ -205,11 +213,14 @@ def run_workload(name: str, cfg: dict, steps: int, repeats: int) -> dict:
         plain = min(plain, sum(each))
         plain_each = [min(a, b) for a, b in zip(plain_each, each)]
         single_batched = min(single_batched, train_batched(cfg, batches, steps, [single]))
+        grouped = min(grouped, sum(train_batched(cfg, batches, steps, g) for g in size_groups(cfg)))
     return {"models": n, "steps": steps, "repeats": repeats,
             "batched_s": round(batched, 3), "plain_s": round(plain, 3), "speedup": round(plain / batched, 2),
             "single_model": _models(cfg)[single], "single_batched_s": round(single_batched, 3),
             "single_plain_s": round(plain_each[single], 3),
-            "single_speedup": round(plain_each[single] / single_batched, 2)}
+            "single_speedup": round(plain_each[single] / single_batched, 2),
+            "grouped_programs": len(size_groups(cfg)), "grouped_s": round(grouped, 3),
+            "grouped_speedup": round(plain / grouped, 2)}
 
 
 def profile_workload(name: str, cfg: dict, steps: int, top: int = 12) -> dict:
@@ -298,7 +309,8 @@ def main(argv=None) -> dict:
         res = run_workload(name, cfg, steps, repeats)
         record["workloads"][name] = {"config": cfg, **res, "load_average": _load()}
         print(f"{name}: program {res['batched_s']:.2f} s, plain loop {res['plain_s']:.2f} s, "
-              f"{res['speedup']:.1f}x; one model {res['single_batched_s']:.2f} s vs {res['single_plain_s']:.2f} s",
+              f"{res['speedup']:.1f}x; {res['grouped_programs']} programs by size {res['grouped_s']:.2f} s "
+              f"({res['grouped_speedup']:.1f}x); one model {res['single_batched_s']:.2f} s vs {res['single_plain_s']:.2f} s",
               flush=True)
         if name in PROFILED and not args.no_profile:
             record["profiles"][name] = profile_workload(name, cfg, steps)
