@@ -338,6 +338,9 @@ def write_generated_pages() -> None:
     for pkg in packages():
         _replace_between(BOOK / pkg.ID / "overview.md", "status", status_table(pkg.ID))
     _replace_between(REPO_ROOT / "README.md", "costs", cost_table())
+    from .bench import readme_table
+
+    _replace_between(REPO_ROOT / "README.md", "bench", readme_table())
 
 
 def toc_files() -> list[str]:
