@@ -62,7 +62,7 @@ def test_notebook_run_with_new_parameters_writes_executed_notebook_and_resumes(s
     if first.returncode == 1:
         assert first.stderr.strip().startswith("attnlab:") and len(first.stderr.strip().splitlines()) == 1
     text = nb.read_text()
-    assert "'seeds': 2" in text and "6 computed" in text
+    assert "seeds = 2" in text and "6 computed" in text  # papermill's injected parameters cell
     second = attnlab(*args, "--out", str(tmp_path / "run2"), env=store)
     assert "0 computed, 6 from the store" in (tmp_path / "run2" / "fig1a-accuracy-vs-heads.ipynb").read_text()
     assert second.returncode == first.returncode
