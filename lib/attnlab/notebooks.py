@@ -278,7 +278,7 @@ def cost_table() -> str:
                    + " / ".join(str(n[k]) for k in KINDS) + " |")
     total = sum(float(timings[e.id]["seconds"]) for e in registry().values() if e.id in timings)
     out += ["", f"{len(registry())} chapters, {total:.0f} s of chapter time in all (measured at CI scale, one "
-            "torch thread per chapter, two chapters at a time)."]
+            "torch thread per chapter, by `attnlab book`; the date of each measurement is in book/timings.csv)."]
     return "\n".join(out)
 
 
