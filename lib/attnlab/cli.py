@@ -134,12 +134,12 @@ def cmd_run(args) -> int:
 def claims_summary(notebook: Path) -> str:
     """One line: how many claims of the executed chapter are reproduced, fail, … (its claims table)."""
     from .core.claims import KINDS
-    from .notebooks import _counts, claims_of
+    from .notebooks import claims_of, count_kinds
 
     rows = claims_of(notebook)
     if not rows:
         return "claims: no claims table in the executed notebook"
-    n = _counts(rows)
+    n = count_kinds(rows)
     return "claims: " + ", ".join(f"{n[k]} {k}" for k in KINDS if n[k])
 
 

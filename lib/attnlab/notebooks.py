@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import hashlib
 import os
 import sys
@@ -169,15 +170,21 @@ def record_timing(result_id: str, seconds: float) -> None:
 
 
 def claims_of(path: Path) -> list[dict[str, str]]:
-    """The claims rows shown by an executed chapter (its `# NBVAL_CHECK_OUTPUT` cell)."""
+    """The claims rows shown by an executed chapter (its `# NBVAL_CHECK_OUTPUT` cell). The generated
+    pages all read them: each notebook is parsed once per version of the file."""
+    return [dict(row) for row in _claims_of(str(path), Path(path).stat().st_mtime_ns)]
+
+
+@functools.lru_cache(maxsize=None)
+def _claims_of(path: str, mtime_ns: int) -> tuple[dict[str, str], ...]:
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code" and CHECK_MARK in cell.source:
             for out in cell.get("outputs", []):
                 text = out.get("data", {}).get("text/plain") or out.get("text")
                 if text and "| claim |" in text:
-                    return ClaimsTable.parse(text)
-    return []
+                    return tuple(ClaimsTable.parse(text))
+    return ()
 
 
 KIND_OF_MARK = {mark.split()[0]: kind for kind, mark in VERDICT_MARK.items()}
@@ -194,7 +201,8 @@ def _chapter_name(exp: Experiment) -> str:
     return exp.title if exp.label.lower().split(":")[0] in exp.title.lower() else f"{exp.title} ({exp.label})"
 
 
-def _counts(rows: list[dict[str, str]]) -> dict[str, int]:
+def count_kinds(rows: list[dict[str, str]]) -> dict[str, int]:
+    """How many claims rows of each verdict kind."""
     return {k: sum(_kind(r) == k for r in rows) for k in KINDS}
 
 
@@ -228,7 +236,7 @@ def scorecard_markdown() -> str:
              "|---|---|" + "---|" * len(KINDS)]
     for pkg in packages():
         mine = [c for c in chapters if c[0].paper == pkg.ID]
-        n = _counts([r for c in mine for r in c[2]])
+        n = count_kinds([r for c in mine for r in c[2]])
         lines.append(f"| [{pkg.ID[:3]} {pkg.TITLE.split(':')[0]}](/book/{pkg.ID}/overview.md) | {len(mine)} | "
                      + " | ".join(str(n[k]) for k in KINDS) + " |")
     allrows = [r for c in chapters for r in c[2]]
@@ -243,7 +251,7 @@ def scorecard_markdown() -> str:
         lines += ["", f"## Paper {pkg.ID[:3]}: {pkg.TITLE}", "",
                   "| chapter | " + " | ".join(SHORT[k] for k in KINDS) + " |", "|---|" + "---|" * len(KINDS)]
         for exp, link, rows in mine:
-            n = _counts(rows)
+            n = count_kinds(rows)
             lines.append(f"| {link} | " + " | ".join(str(n[k]) for k in KINDS) + " |")
         for exp, link, rows in mine:
             lines += ["", f"### {_chapter_name(exp)}", "", f"Chapter: {link}", ""]
@@ -259,7 +267,7 @@ def status_table(paper: str) -> str:
     for exp in registry().values():
         if exp.paper != paper:
             continue
-        n = _counts(claims_of(exp.executed) if exp.executed.exists() else [])
+        n = count_kinds(claims_of(exp.executed) if exp.executed.exists() else [])
         t = timings.get(exp.id, {}).get("seconds", "–")
         out.append(f"| {exp.label} | [{exp.title}]({Path(exp.id).name}.ipynb) | "
                    + " | ".join(str(n[k]) for k in KINDS) + f" | {t} s |")
@@ -272,7 +280,7 @@ def cost_table() -> str:
     out = ["| chapter (paper result) | CI time | claims: " + " / ".join(SHORT[k] for k in KINDS) + " |",
            "|---|---|---|"]
     for exp in registry().values():
-        n = _counts(claims_of(exp.executed) if exp.executed.exists() else [])
+        n = count_kinds(claims_of(exp.executed) if exp.executed.exists() else [])
         t = timings.get(exp.id, {}).get("seconds")
         out.append(f"| {exp.paper[:3]} {exp.label}: {exp.title} | {t + ' s' if t else '–'} | "
                    + " / ".join(str(n[k]) for k in KINDS) + " |")
@@ -298,7 +306,7 @@ def papers_table() -> str:
     for pkg in packages():
         exps = [e for e in registry().values() if e.paper == pkg.ID]
         rows = [r for e in exps if e.executed.exists() for r in claims_of(e.executed)]
-        n = _counts(rows)
+        n = count_kinds(rows)
         part = f"[{pkg.TITLE}]({pkg.ID}/overview.md)" if (BOOK / pkg.ID / "overview.md").exists() else pkg.TITLE
         where = f"[paper]({pkg.URL})" if pkg.URL else "no public version"
         out.append(f"| {pkg.ID[:3]} | {part} | {pkg.AUTHORS}; {pkg.VENUE}; {where} | {len(exps)} | "
