@@ -11,8 +11,19 @@ A linear encoder (input → E) and decoder (E → 1 per node) surround the L = �
 the scratchpad's output is dropped. Per-head q/k dimension: d_P = n + 1 (positional) or E
 (standard), as in the authors' code (the paper says "n"); value dimension E/H per head.
 
-Replicas (leading axis R) share n, kind, layers and heads, and may differ in E, hidden, q/k
-dimension and seed; padded entries are masked (`ReplicaModule`), so a replica computes exactly what it
+Variants (App. D.1.5–D.1.7; every option defaults to the model above, bit for bit):
+  pe: the encoding P (`encodings.py`): one-hot (default), binary, sinusoidal, or none;
+  features: what the encoder reads per node: the value ("value", positional default), the value
+    and P concatenated ("value+pe", standard default), or Diag(X) ("diag": node i's input is x_i e_i,
+    D.1.7 variant 2);
+  kind "hybrid": Q/K read the layer input and P concatenated, [h, P] (D.1.7 variant 5,
+    "input-regularised standard");
+  rope: rotate every head's q and k by RoPE before the scores (D.1.6, D.1.7 variant 7);
+  hidden, layers: the compact standard models of D.1.5.
+The seven ablation variants of D.1.7 are `ABLATIONS` below.
+
+Replicas (leading axis R) share n, kind, layers, heads, pe, features and rope, and may differ in E,
+hidden, q/k dimension and seed; padded entries are masked (`ReplicaModule`), so a replica computes exactly what it
 computes alone. Initialisation as the authors' code: Xavier-uniform Q/K/V/O weights with zero
 biases, PyTorch's default U(±1/√fan_in) for the encoder, decoder and MLP.
 """
@@ -26,22 +37,48 @@ import torch
 
 from attnlab.core.replica import ReplicaModule, replica_generator, uniform_init
 
+from . import encodings
+
+KINDS = ("positional", "standard", "hybrid")
+FEATURES = ("value", "value+pe", "diag")
+
 
 @dataclass(frozen=True)
 class ModelConfig:
     n: int = 8  # input length (the paper: 8)
-    kind: str = "positional"  # positional | standard
+    kind: str = "positional"  # positional (Q/K from P) | standard (Q/K from h) | hybrid (Q/K from [h, P])
     heads: int = 2
     embed: int = 64  # E, the encoder's output and every layer's width
     hidden: int = 64  # the MLP's hidden width
     layers: int | None = None  # None: ⌈log₂ n⌉ + 1 (App. D.1.1)
-    qk_dim: int | None = None  # per-head q/k dimension; None: n + 1 (positional) or E (standard)
+    qk_dim: int | None = None  # per-head q/k dimension; None: d_P (positional) or E (standard, hybrid)
+    pe: str = "onehot"  # positional encoding P: onehot | binary | sinusoidal | none (encodings.py)
+    features: str | None = None  # encoder input: value | value+pe | diag; None: value+pe if standard with a PE
+    rope: bool = False  # rotate q and k by RoPE (encodings.rope)
 
     def __post_init__(self):
-        if self.kind not in ("positional", "standard"):
-            raise ValueError(f"kind {self.kind!r}: choose positional or standard")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind {self.kind!r}: choose one of {KINDS}")
         if self.embed % self.heads:
             raise ValueError(f"embed {self.embed} must be a multiple of heads {self.heads}")
+        if self.pe not in encodings.ENCODINGS:
+            raise ValueError(f"pe {self.pe!r}: choose one of {encodings.ENCODINGS}")
+        if self.features is not None and self.features not in FEATURES:
+            raise ValueError(f"features {self.features!r}: choose one of {FEATURES}")
+        if self.pe == "none" and (self.kind != "standard" or self.input_features == "value+pe"):
+            raise ValueError(f"pe 'none' leaves a {self.kind} model with features {self.input_features!r} no "
+                             "positions to read: use kind='standard' with features 'value' or 'diag'")
+        if self.rope and self.d_k % 2:
+            raise ValueError(f"RoPE rotates pairs: the per-head q/k dimension {self.d_k} must be even")
+
+    def seed_key(self) -> dict:
+        """The dict that seeds a replica's initialisation: the fields, without the variant options
+        that are at their defaults (so the models of the first chapters keep their initial weights)."""
+        d = asdict(self)
+        for name, default in (("pe", "onehot"), ("features", None), ("rope", False)):
+            if d[name] == default:
+                del d[name]
+        return d
 
     @property
     def nodes(self) -> int:
@@ -52,18 +89,29 @@ class ModelConfig:
         return self.layers if self.layers is not None else math.ceil(math.log2(self.n)) + 1
 
     @property
+    def d_pe(self) -> int:
+        """Columns of P."""
+        return encodings.width(self.pe, self.n)
+
+    @property
+    def input_features(self) -> str:
+        if self.features is not None:
+            return self.features
+        return "value+pe" if self.kind == "standard" and self.pe != "none" else "value"
+
+    @property
     def d_in(self) -> int:
-        return 1 if self.kind == "positional" else 1 + self.nodes
+        return {"value": 1, "value+pe": 1 + self.d_pe, "diag": self.nodes}[self.input_features]
 
     @property
     def d_qk_in(self) -> int:
-        return self.nodes if self.kind == "positional" else self.embed
+        return {"positional": self.d_pe, "standard": self.embed, "hybrid": self.embed + self.d_pe}[self.kind]
 
     @property
     def d_k(self) -> int:
         if self.qk_dim is not None:
             return self.qk_dim
-        return self.nodes if self.kind == "positional" else self.embed
+        return self.d_pe if self.kind == "positional" else self.embed
 
     @property
     def d_v(self) -> int:
@@ -90,7 +138,7 @@ class Transformer(ReplicaModule):
                  device: str | torch.device = "cpu"):
         super().__init__(len(configs), dtype, device)
         c0 = configs[0]
-        shared = ("n", "kind", "heads", "depth")
+        shared = ("n", "kind", "heads", "depth", "pe", "input_features", "rope")
         for c in configs:
             if any(getattr(c, a) != getattr(c0, a) for a in shared):
                 raise ValueError(f"replicas must share {shared}; got {c} and {c0}")
@@ -100,7 +148,7 @@ class Transformer(ReplicaModule):
         E = max(c.embed for c in configs)
         Hd = max(c.hidden for c in configs)
         dv = max(c.d_v for c in configs)
-        d_in, d_qk = c0.d_in, (c0.nodes if c0.kind == "positional" else E)
+        d_in, d_qk = c0.d_in, (c0.d_pe if c0.kind == "positional" else E)
         self.add("enc_W", (d_in, E)); self.add("enc_b", (E,))
         self.add("dec_W", (E, 1)); self.add("dec_b", (1,))
         for l in range(self.L):
@@ -110,21 +158,36 @@ class Transformer(ReplicaModule):
                               ("o_W", (self.H, dv, E)), ("o_b", (E,)),
                               ("m1a_W", (E, Hd)), ("m1h_W", (E, Hd)), ("m1_b", (Hd,)), ("m2_W", (Hd, E)), ("m2_b", (E,))):
                 self.add(f"{nm}{l}", shape)
-        self.register_buffer("P", torch.eye(c0.nodes, dtype=dtype, device=self.device))
+            if self.kind == "hybrid":  # the P part of the Q/K maps of [h, P]
+                self.add(f"qP_W{l}", (self.H, c0.d_pe, self.dk)); self.add(f"kP_W{l}", (self.H, c0.d_pe, self.dk))
+        self.features, self.use_rope = c0.input_features, c0.rope
+        self.register_buffer("P", encodings.matrix(c0.pe, c0.n).to(dtype=dtype, device=self.device))
+        if self.use_rope:  # per-replica tables (θ_i depends on the replica's d_k); padded columns: no rotation
+            cos = torch.ones(self.R, c0.nodes, self.dk, dtype=torch.float64)
+            sin = torch.zeros(self.R, c0.nodes, self.dk, dtype=torch.float64)
+            for r, c in enumerate(configs):
+                cos[r, :, : c.d_k], sin[r, :, : c.d_k] = encodings.rope_tables(c.nodes, c.d_k)
+            self.register_buffer("rope_cos", cos.to(dtype=dtype, device=self.device))
+            self.register_buffer("rope_sin", sin.to(dtype=dtype, device=self.device))
         self.register_buffer("qk_scale", torch.tensor([1 / math.sqrt(c.d_k) for c in configs], dtype=dtype,
                                                       device=self.device))
         for r, (c, s) in enumerate(zip(configs, seeds)):
             self._init_replica(r, c, s)
 
     def _init_replica(self, r: int, c: ModelConfig, seed: int) -> None:
-        g = replica_generator(asdict(c), seed)
+        g = replica_generator(c.seed_key(), seed)
         E, Hd, H, dk, dv = c.embed, c.hidden, c.heads, c.d_k, c.d_v
         self.place("enc_W", r, uniform_init(g, (c.d_in, E), c.d_in))
         self.place("enc_b", r, uniform_init(g, (E,), c.d_in))
         for l in range(c.depth):
             qk = _xavier(g, (c.d_qk_in, 2 * H * dk), c.d_qk_in, 2 * H * dk)  # one fused Q/K map, as the code
-            self.place(f"q_W{l}", r, qk[:, : H * dk].reshape(c.d_qk_in, H, dk).transpose(0, 1))
-            self.place(f"k_W{l}", r, qk[:, H * dk:].reshape(c.d_qk_in, H, dk).transpose(0, 1))
+            q_full = qk[:, : H * dk].reshape(c.d_qk_in, H, dk).transpose(0, 1)
+            k_full = qk[:, H * dk:].reshape(c.d_qk_in, H, dk).transpose(0, 1)
+            if c.kind == "hybrid":  # rows of h first, then rows of P
+                self.place(f"qP_W{l}", r, q_full[:, E:]); self.place(f"kP_W{l}", r, k_full[:, E:])
+                q_full, k_full = q_full[:, :E], k_full[:, :E]
+            self.place(f"q_W{l}", r, q_full)
+            self.place(f"k_W{l}", r, k_full)
             self.place(f"q_b{l}", r, torch.zeros(H, dk)); self.place(f"k_b{l}", r, torch.zeros(H, dk))
             v = _xavier(g, (E, E), E, E)
             self.place(f"v_W{l}", r, v.reshape(E, H, dv).transpose(0, 1)); self.place(f"v_b{l}", r, torch.zeros(H, dv))
@@ -139,10 +202,14 @@ class Transformer(ReplicaModule):
         self.place("dec_b", r, uniform_init(g, (1,), E))
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
-        """Values [B, n] → node features [B, n + 1, d_in] (scratchpad 0; P appended for standard)."""
+        """Values [B, n] → node features [B, n + 1, d_in] (scratchpad 0; P appended for value+pe;
+        Diag(X) for diag)."""
         B = x.shape[0]
-        v = torch.cat([x.to(self.dtype), torch.zeros(B, 1, dtype=self.dtype, device=x.device)], dim=1).unsqueeze(-1)
-        if self.kind == "standard":
+        v = torch.cat([x.to(self.dtype), torch.zeros(B, 1, dtype=self.dtype, device=x.device)], dim=1)
+        if self.features == "diag":
+            return torch.diag_embed(v)
+        v = v.unsqueeze(-1)
+        if self.features == "value+pe":
             v = torch.cat([v, self.P.expand(B, -1, -1)], dim=-1)
         return v
 
@@ -152,9 +219,16 @@ class Transformer(ReplicaModule):
         if self.kind == "positional":
             q = torch.einsum("np,rhpk->rhnk", self.P, qW) + qb.unsqueeze(2)
             k = torch.einsum("np,rhpk->rhnk", self.P, kW) + kb.unsqueeze(2)
+            if self.use_rope:
+                q, k = (encodings.rope(t, self.rope_cos[:, None], self.rope_sin[:, None]) for t in (q, k))
             return torch.softmax(q @ k.transpose(-1, -2) * self.qk_scale.view(-1, 1, 1, 1), dim=-1)
         q = torch.einsum("rbne,rhek->rbhnk", h, qW) + qb[:, None, :, None, :]
         k = torch.einsum("rbne,rhek->rbhnk", h, kW) + kb[:, None, :, None, :]
+        if self.kind == "hybrid":
+            q = q + torch.einsum("np,rhpk->rhnk", self.P, self.w(f"qP_W{l}")).unsqueeze(1)
+            k = k + torch.einsum("np,rhpk->rhnk", self.P, self.w(f"kP_W{l}")).unsqueeze(1)
+        if self.use_rope:
+            q, k = (encodings.rope(t, self.rope_cos[:, None, None], self.rope_sin[:, None, None]) for t in (q, k))
         return torch.softmax(q @ k.transpose(-1, -2) * self.qk_scale.view(-1, 1, 1, 1, 1), dim=-1)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
@@ -178,6 +252,29 @@ class Transformer(ReplicaModule):
     def n_params(self, r: int) -> int:
         """Replica r's parameter count (unpadded entries)."""
         return int(sum(getattr(self, nm + "_mask")[r].sum().item() for nm in self._names))
+
+    def value_names(self) -> list[str]:
+        """The names of the W_V matrices of every layer (App. D.1.8 fine-tunes these only)."""
+        return [f"v_W{l}" for l in range(self.L)]
+
+
+# App. D.1.7's seven architectures, by the paper's numbering (one-hot P unless said otherwise)
+ABLATIONS: dict[int, tuple[str, dict]] = {
+    1: ("standard", dict(kind="standard")),
+    2: ("standard, input Diag(X), no PE", dict(kind="standard", pe="none", features="diag")),
+    3: ("positional", dict(kind="positional")),
+    4: ("misaligned positional (PE also in the input)", dict(kind="positional", features="value+pe")),
+    5: ("input-regularised standard (PE only in Q, K)", dict(kind="hybrid")),
+    6: ("no PE", dict(kind="standard", pe="none")),
+    7: ("RoPE only (no absolute PE)", dict(kind="standard", pe="none", rope=True)),
+}
+
+
+def ablation_config(variant: int, **sizes) -> ModelConfig:
+    """App. D.1.7 variant 1–7 as a ModelConfig (sizes: n, embed, hidden, ... as ModelConfig)."""
+    if variant not in ABLATIONS:
+        raise ValueError(f"ablation variant {variant}: choose one of {sorted(ABLATIONS)}")
+    return ModelConfig(**{**sizes, **ABLATIONS[variant][1]})
 
 
 def replica_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -206,4 +303,4 @@ def to_reference(model: Transformer, r: int):
         W1 = np.concatenate([st[f"m1a_W{l}"], st[f"m1h_W{l}"]], axis=0)
         layers.append(Layer(st[f"q_W{l}"] / math.sqrt(c.d_k), st[f"k_W{l}"], st[f"v_W{l}"], W_O,
                             ((W1, st[f"m1_b{l}"]), (st[f"m2_W{l}"], st[f"m2_b{l}"]))))
-    return np.eye(c.nodes), layers, (st["enc_W"], st["enc_b"]), (st["dec_W"], st["dec_b"])
+    return model.P.double().numpy(), layers, (st["enc_W"], st["enc_b"]), (st["dec_W"], st["dec_b"])

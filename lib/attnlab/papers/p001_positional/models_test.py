@@ -86,3 +86,97 @@ def test_bad_configs_raise():
         M.ModelConfig(embed=10, heads=3)
     with pytest.raises(ValueError, match="share"):
         M.Transformer([M.ModelConfig(n=4), M.ModelConfig(n=8)], [0, 1])
+
+
+# --- the variants of App. D.1.5–D.1.7 (helper 001-B) ---
+
+@pytest.mark.parametrize("kind,total,first,last", [
+    ("positional", 4.991864838133321, 0.4140315138070815, 0.4171159412917684),
+    ("standard", 0.9456618719711287, 0.07908037026412582, 0.0787499771527615)])
+def test_defaults_keep_the_first_chapters_model_bit_for_bit(kind, total, first, last):
+    """Values printed by the model before the variant options existed (commit 0256d95): the new
+    options at their defaults change neither the initialisation nor the forward pass."""
+    x = torch.arange(12, dtype=torch.float64).reshape(3, 4) / 3 - 2
+    y = M.Transformer([M.ModelConfig(n=4, kind=kind, embed=8, hidden=6)], [7], dtype=torch.float64)(x)[0]
+    assert (y.sum().item(), y[0, 0].item(), y[2, 3].item()) == (total, first, last)
+    assert "pe" not in M.ModelConfig().seed_key() and "rope" not in M.ModelConfig().seed_key()
+    assert M.ModelConfig(pe="binary").seed_key()["pe"] == "binary"
+
+
+VARIANTS = [dict(kind="positional", pe="binary"), dict(kind="standard", pe="sinusoidal"),
+            dict(kind="standard", rope=True), dict(kind="hybrid"), dict(kind="standard", pe="none", features="diag"),
+            dict(kind="positional", features="value+pe"), dict(kind="standard", pe="none", rope=True)]
+
+
+@pytest.mark.parametrize("opts", VARIANTS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
+def test_variants_replica_alone_equals_batch_and_count(opts):
+    cs = [M.ModelConfig(n=4, embed=8, hidden=6, **opts), M.ModelConfig(n=4, embed=12, hidden=10, **opts)]
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(16, 4, generator=g, dtype=torch.float64) * 4 - 2
+    y = torch.cumsum(x, 1)
+    batch = M.Transformer(cs, [3, 4], dtype=torch.float64)
+    alone = [M.Transformer([c], [s], dtype=torch.float64) for c, s in zip(cs, [3, 4])]
+    for r, (c, m) in enumerate(zip(cs, alone)):
+        assert m.n_params(0) == M.parameter_count(c) == batch.n_params(r)
+        assert torch.allclose(batch(x)[r], m(x)[0], atol=1e-12, rtol=0)
+    _train(batch, x, y)
+    out = batch(x)
+    for r, m in enumerate(alone):
+        _train(m, x, y)
+        assert torch.allclose(out[r], m(x)[0], atol=1e-10, rtol=0)
+
+
+def _equivariant(m, x):
+    perm = torch.tensor([2, 0, 3, 1, 5, 4])
+    return torch.allclose(m(x[:, perm])[0], m(x)[0][:, perm], atol=1e-12, rtol=0)
+
+
+def test_ablation_variants_route_positions_as_app_d17_says():
+    """D.1.7: variants 3 and 4 have input-free attention (P only in Q/K); 1, 2, 5, 6, 7 do not.
+    Variant 6 (no positional information at all) is equivariant to permutations of the inputs;
+    every variant that has one (absolute P, Diag(X), RoPE) is not."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(5, 6, generator=g, dtype=torch.float64) * 4 - 2
+    for v in M.ABLATIONS:
+        m = M.Transformer([M.ablation_config(v, n=6, embed=8, hidden=8)], [v], dtype=torch.float64)
+        _, a1 = m(x, return_attention=True)
+        _, a2 = m(3 * x, return_attention=True)
+        assert all(torch.equal(A, B) for A, B in zip(a1, a2)) == (v in (3, 4)), v
+        assert _equivariant(m, x) == (v == 6), v
+    assert M.ablation_config(2, n=6).d_in == 7 and M.ablation_config(4, n=6).d_in == 8
+    assert M.ablation_config(5, n=6, embed=8).d_qk_in == 8 + 7
+    with pytest.raises(ValueError, match="variant"):
+        M.ablation_config(8)
+
+
+def test_rope_model_scores_depend_on_positions_only_through_their_difference():
+    """A standard+RoPE model whose input carries no position (pe none, value only) and whose
+    encoder is zeroed sees the same features on every node: its first-layer scores q_p·k_s are then
+    a function of s − p alone (a Toeplitz matrix), while without RoPE all scores are equal."""
+    for rope in (True, False):
+        c = M.ModelConfig(n=6, kind="standard", pe="none", rope=rope, embed=8, hidden=8)
+        m = M.Transformer([c], [0], dtype=torch.float64)
+        with torch.no_grad():
+            m.enc_W.zero_()
+            m.enc_b.normal_()
+        _, maps = m(torch.zeros(1, 6, dtype=torch.float64), return_attention=True)
+        A = maps[0][0, 0, 0]  # [nodes, nodes] of replica 0, sample 0, head 0
+        logits = torch.log(A)  # row-wise shift of the scores
+        logits = logits - logits[:, :1]
+        toeplitz = all(torch.allclose(logits[p, s] - logits[p, 0], logits[p + 1, s + 1] - logits[p + 1, 1], atol=1e-12)
+                       for p in range(5) for s in range(1, 6) if s + 1 < 7)
+        assert toeplitz
+        assert torch.allclose(A, torch.full_like(A, 1 / 7), atol=1e-12) != rope
+
+
+def test_variant_configs_that_cannot_work_raise():
+    with pytest.raises(ValueError, match="pe"):
+        M.ModelConfig(pe="learned")
+    with pytest.raises(ValueError, match="no positions"):
+        M.ModelConfig(kind="positional", pe="none")
+    with pytest.raises(ValueError, match="no positions"):
+        M.ModelConfig(kind="standard", pe="none", features="value+pe")
+    with pytest.raises(ValueError, match="even"):
+        M.ModelConfig(kind="positional", rope=True)  # d_k = n + 1 = 9
+    with pytest.raises(ValueError, match="share"):
+        M.Transformer([M.ModelConfig(pe="binary"), M.ModelConfig()], [0, 1])
