@@ -24,6 +24,8 @@ TINY = {
     "general-graphs": {"m": 64, "d_model": 32, "block": 16, "d_k": 32, "degrees": [1, 2], "hub": 12},
     "fig1-f1-vs-dk": {"m": 16, "d_model": 8, "heads": [1, 2], "dks": [4], "seeds": 1, "steps": 20, "n_test": 10},
     "footprint": {"ell": 8, "d_model": 8, "D_K": 8, "heads": [1, 2], "repeats": 1, "m": 32},
+    "fig5-softmax": {"panels": [[32, 8]], "heads": [1, 2], "dks": [4], "compare_heads": [2], "seeds": 1, "steps": 20,
+                     "n_test": 10},
 }
 BAD = {  # one value per chapter that must be rejected, naming the parameter
     "construction-one-hot": ("trials", 0),
@@ -35,6 +37,7 @@ BAD = {  # one value per chapter that must be rejected, naming the parameter
     "general-graphs": ("block", 10**6),
     "footprint": ("heads", [3]),
     "fig1-f1-vs-dk": ("lr", 5.0),
+    "fig5-softmax": ("panels", [[8, 16]]),
 }
 
 

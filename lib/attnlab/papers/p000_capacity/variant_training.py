@@ -1,0 +1,101 @@
+"""The training loop shared by the variant models of §7 and App. A.3 (softmax, value channel, dense
+graphs, the pre-LN block): R replicas in one tensor program, one batch per step, a validation
+check every `check_every` steps and an early-stopping rule that *freezes* a replica
+(core.train.MaskedAdam: its parameters and moments stop changing), optional decoupled weight
+decay (AdamW) applied to active replicas only.
+
+The rule of App. A.1 (`Threshold`): stop after `patience` consecutive checks whose score beats a
+level (validation micro-F1 > 0.995). For the value channel (§7.2: "the same check interval and
+patience" on validation MSE, no level given) `Plateau`: stop after `patience` consecutive checks
+without improving on the best score.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from attnlab.core.train import MaskedAdam
+
+
+@dataclass
+class Threshold:
+    """Freeze after `patience` consecutive checks with score > level (higher is better)."""
+
+    level: float = 0.995
+    patience: int = 5
+
+    def start(self, R: int, device) -> None:
+        self.passes = torch.zeros(R, dtype=torch.long, device=device)
+
+    def keep(self, score: torch.Tensor) -> torch.Tensor:
+        self.passes = torch.where(score > self.level, self.passes + 1, torch.zeros_like(self.passes))
+        return self.passes < self.patience
+
+
+@dataclass
+class Plateau:
+    """Freeze after `patience` consecutive checks without a score below best * (1 - rel) (lower is better)."""
+
+    patience: int = 5
+    rel: float = 1e-3
+
+    def start(self, R: int, device) -> None:
+        self.best = torch.full((R,), float("inf"), dtype=torch.float64, device=device)
+        self.bad = torch.zeros(R, dtype=torch.long, device=device)
+
+    def keep(self, score: torch.Tensor) -> torch.Tensor:
+        score = score.to(self.best.dtype)
+        better = score < self.best * (1 - self.rel)
+        self.best = torch.where(better, score, self.best)
+        self.bad = torch.where(better, torch.zeros_like(self.bad), self.bad + 1)
+        return self.bad < self.patience
+
+
+@dataclass
+class FitLog:
+    steps: list[int]
+    stopped: list[bool]
+    final_loss: list[float]
+    seconds: float
+
+
+def fit(params: list[torch.Tensor], loss_at: Callable[[int], torch.Tensor], steps: int, lr: float, *,
+        validate: Callable[[], torch.Tensor] | None = None, rule=None, check_every: int = 500,
+        weight_decay: float = 0.0, progress=None) -> FitLog:
+    """Minimise `loss_at(step)` ([R], one loss per replica; their sum is backpropagated, so each
+    replica gets exactly its own gradient) with Adam(W) at learning rate `lr` for `steps` steps.
+    Every `check_every` steps `validate()` ([R] scores) feeds `rule`, which freezes replicas."""
+    R = params[0].shape[0]
+    dev = params[0].device
+    opt = MaskedAdam(params)
+    active = torch.ones(R, dtype=torch.bool, device=dev)
+    trained = torch.zeros(R, dtype=torch.long, device=dev)
+    if rule is not None:
+        rule.start(R, dev)
+    lr_vec = torch.full((R,), lr, dtype=params[0].dtype, device=dev)
+    loss = torch.zeros(R, device=dev)
+    start = time.perf_counter()
+    for step in range(steps):
+        loss = loss_at(step)
+        for p in params:
+            p.grad = None
+        loss.sum().backward()
+        if weight_decay:
+            with torch.no_grad():
+                keep = 1 - lr * weight_decay * active.to(params[0].dtype)
+                for p in params:
+                    p.mul_(keep.view((-1,) + (1,) * (p.dim() - 1)))
+        opt.step(lr_vec, active)
+        trained += active
+        if progress is not None:
+            progress.update(1)
+        if validate is not None and rule is not None and (step + 1) % check_every == 0:
+            active &= rule.keep(validate())
+            if not active.any():
+                break
+    return FitLog(trained.cpu().tolist(), (~active).cpu().tolist(), loss.detach().cpu().tolist(),
+                  time.perf_counter() - start)
