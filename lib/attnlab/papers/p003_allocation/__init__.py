@@ -16,5 +16,6 @@ BOOK_ORDER: tuple[str, ...] = (
     "delta-fits-construction",
     "fig2-ngram-heads",
     "softmax-saturation",
+    "figs3-10-softmax-jacobian",  # Figs. 3 and 10: the softmax Jacobian and logits norm of a pretrained head
     "fig8-memory-kernels",
 )
