@@ -22,8 +22,11 @@ Variants (App. D.1.5–D.1.7; every option defaults to the model above, bit for 
   hidden, layers: the compact standard models of D.1.5.
 The seven ablation variants of D.1.7 are `ABLATIONS` below.
 
-Replicas (leading axis R) share n, kind, layers, heads, pe, features and rope, and may differ in E,
-hidden, q/k dimension and seed; padded entries are masked (`ReplicaModule`), so a replica computes exactly what it
+Replicas (leading axis R) share n, kind, layers and heads, and may differ in E, hidden, q/k
+dimension, seed, and (unless Diag(X)) in pe, features and rope: replicas with different
+encodings get one zero-padded P per replica (P has a replica axis then; the input reads its own
+copy, zero for replicas whose features are "value"), RoPE leaves the replicas without it
+unrotated (cos 1, sin 0); padded entries are masked (`ReplicaModule`), so a replica computes exactly what it
 computes alone. Initialisation as the authors' code: Xavier-uniform Q/K/V/O weights with zero
 biases, PyTorch's default U(±1/√fan_in) for the encoder, decoder and MLP.
 """
@@ -138,17 +141,21 @@ class Transformer(ReplicaModule):
                  device: str | torch.device = "cpu"):
         super().__init__(len(configs), dtype, device)
         c0 = configs[0]
-        shared = ("n", "kind", "heads", "depth", "pe", "input_features", "rope")
+        shared = ("n", "kind", "heads", "depth")
         for c in configs:
-            if any(getattr(c, a) != getattr(c0, a) for a in shared):
-                raise ValueError(f"replicas must share {shared}; got {c} and {c0}")
+            if any(getattr(c, a) != getattr(c0, a) for a in shared) or (
+                    (c.input_features == "diag") != (c0.input_features == "diag")):
+                raise ValueError(f"replicas must share {shared} (and Diag(X) input or not); got {c} and {c0}")
+        self.mixed = len({(c.pe, c.input_features) for c in configs}) > 1  # one P per replica
         self.configs, self.seeds = list(configs), list(seeds)
         self.kind, self.n, self.H, self.L = c0.kind, c0.n, c0.heads, c0.depth
         self.dk = max(c.d_k for c in configs)
         E = max(c.embed for c in configs)
         Hd = max(c.hidden for c in configs)
         dv = max(c.d_v for c in configs)
-        d_in, d_qk = c0.d_in, (c0.d_pe if c0.kind == "positional" else E)
+        d_pe = max(c.d_pe for c in configs)
+        d_in = 1 + d_pe if self.mixed else c0.d_in
+        d_qk = d_pe if c0.kind == "positional" else E
         self.add("enc_W", (d_in, E)); self.add("enc_b", (E,))
         self.add("dec_W", (E, 1)); self.add("dec_b", (1,))
         for l in range(self.L):
@@ -159,14 +166,26 @@ class Transformer(ReplicaModule):
                               ("m1a_W", (E, Hd)), ("m1h_W", (E, Hd)), ("m1_b", (Hd,)), ("m2_W", (Hd, E)), ("m2_b", (E,))):
                 self.add(f"{nm}{l}", shape)
             if self.kind == "hybrid":  # the P part of the Q/K maps of [h, P]
-                self.add(f"qP_W{l}", (self.H, c0.d_pe, self.dk)); self.add(f"kP_W{l}", (self.H, c0.d_pe, self.dk))
-        self.features, self.use_rope = c0.input_features, c0.rope
-        self.register_buffer("P", encodings.matrix(c0.pe, c0.n).to(dtype=dtype, device=self.device))
+                self.add(f"qP_W{l}", (self.H, d_pe, self.dk)); self.add(f"kP_W{l}", (self.H, d_pe, self.dk))
+        self.features, self.use_rope = c0.input_features, any(c.rope for c in configs)
+        if not self.mixed:
+            self.register_buffer("P", encodings.matrix(c0.pe, c0.n).to(dtype=dtype, device=self.device))
+        else:  # [R, nodes, max d_P], zero-padded; the input's copy is zero where features = value
+            self.features = "value+pe"
+            P = torch.zeros(self.R, c0.nodes, d_pe, dtype=torch.float64)
+            P_in = torch.zeros_like(P)
+            for r, c in enumerate(configs):
+                P[r, :, : c.d_pe] = encodings.matrix(c.pe, c.n)
+                if c.input_features == "value+pe":
+                    P_in[r] = P[r]
+            self.register_buffer("P", P.to(dtype=dtype, device=self.device))
+            self.register_buffer("P_in", P_in.to(dtype=dtype, device=self.device))
         if self.use_rope:  # per-replica tables (θ_i depends on the replica's d_k); padded columns: no rotation
             cos = torch.ones(self.R, c0.nodes, self.dk, dtype=torch.float64)
             sin = torch.zeros(self.R, c0.nodes, self.dk, dtype=torch.float64)
             for r, c in enumerate(configs):
-                cos[r, :, : c.d_k], sin[r, :, : c.d_k] = encodings.rope_tables(c.nodes, c.d_k)
+                if c.rope:
+                    cos[r, :, : c.d_k], sin[r, :, : c.d_k] = encodings.rope_tables(c.nodes, c.d_k)
             self.register_buffer("rope_cos", cos.to(dtype=dtype, device=self.device))
             self.register_buffer("rope_sin", sin.to(dtype=dtype, device=self.device))
         self.register_buffer("qk_scale", torch.tensor([1 / math.sqrt(c.d_k) for c in configs], dtype=dtype,
@@ -209,31 +228,38 @@ class Transformer(ReplicaModule):
         if self.features == "diag":
             return torch.diag_embed(v)
         v = v.unsqueeze(-1)
+        if self.mixed:  # [R, B, nodes, 1 + max d_P]
+            return torch.cat([v.expand(self.R, -1, -1, -1), self.P_in[:, None].expand(-1, B, -1, -1)], dim=-1)
         if self.features == "value+pe":
             v = torch.cat([v, self.P.expand(B, -1, -1)], dim=-1)
         return v
+
+    def _from_P(self, W: torch.Tensor) -> torch.Tensor:
+        """P W per replica and head: W [R, H, d_P, d_k] → [R, H, nodes, d_k]."""
+        return torch.einsum("rnp,rhpk->rhnk" if self.mixed else "np,rhpk->rhnk", self.P, W)
 
     def attention(self, l: int, h: torch.Tensor | None = None) -> torch.Tensor:
         """Layer l's attention: [R, H, nodes, nodes] (positional, input-free) or [R, B, H, nodes, nodes]."""
         qW, qb, kW, kb = (self.w(f"{nm}{l}") for nm in ("q_W", "q_b", "k_W", "k_b"))
         if self.kind == "positional":
-            q = torch.einsum("np,rhpk->rhnk", self.P, qW) + qb.unsqueeze(2)
-            k = torch.einsum("np,rhpk->rhnk", self.P, kW) + kb.unsqueeze(2)
+            q = self._from_P(qW) + qb.unsqueeze(2)
+            k = self._from_P(kW) + kb.unsqueeze(2)
             if self.use_rope:
                 q, k = (encodings.rope(t, self.rope_cos[:, None], self.rope_sin[:, None]) for t in (q, k))
             return torch.softmax(q @ k.transpose(-1, -2) * self.qk_scale.view(-1, 1, 1, 1), dim=-1)
         q = torch.einsum("rbne,rhek->rbhnk", h, qW) + qb[:, None, :, None, :]
         k = torch.einsum("rbne,rhek->rbhnk", h, kW) + kb[:, None, :, None, :]
         if self.kind == "hybrid":
-            q = q + torch.einsum("np,rhpk->rhnk", self.P, self.w(f"qP_W{l}")).unsqueeze(1)
-            k = k + torch.einsum("np,rhpk->rhnk", self.P, self.w(f"kP_W{l}")).unsqueeze(1)
+            q = q + self._from_P(self.w(f"qP_W{l}")).unsqueeze(1)
+            k = k + self._from_P(self.w(f"kP_W{l}")).unsqueeze(1)
         if self.use_rope:
             q, k = (encodings.rope(t, self.rope_cos[:, None, None], self.rope_sin[:, None, None]) for t in (q, k))
         return torch.softmax(q @ k.transpose(-1, -2) * self.qk_scale.view(-1, 1, 1, 1, 1), dim=-1)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
-        X = self._embed(x)  # [B, nodes, d_in]
-        h = torch.einsum("bnd,rde->rbne", X, self.w("enc_W")) + self.w("enc_b")[:, None, None, :]
+        X = self._embed(x)  # [B, nodes, d_in], or [R, B, nodes, d_in] with one P per replica
+        h = (torch.einsum("rbnd,rde->rbne" if self.mixed else "bnd,rde->rbne", X, self.w("enc_W"))
+             + self.w("enc_b")[:, None, None, :])
         maps = []
         for l in range(self.L):
             A = self.attention(l, h)
@@ -303,4 +329,4 @@ def to_reference(model: Transformer, r: int):
         W1 = np.concatenate([st[f"m1a_W{l}"], st[f"m1h_W{l}"]], axis=0)
         layers.append(Layer(st[f"q_W{l}"] / math.sqrt(c.d_k), st[f"k_W{l}"], st[f"v_W{l}"], W_O,
                             ((W1, st[f"m1_b{l}"]), (st[f"m2_W{l}"], st[f"m2_b{l}"]))))
-    return model.P.double().numpy(), layers, (st["enc_W"], st["enc_b"]), (st["dec_W"], st["dec_b"])
+    return (model.P[r] if model.mixed else model.P).double().numpy(), layers, (st["enc_W"], st["enc_b"]), (st["dec_W"], st["dec_b"])

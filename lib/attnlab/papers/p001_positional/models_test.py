@@ -179,4 +179,30 @@ def test_variant_configs_that_cannot_work_raise():
     with pytest.raises(ValueError, match="even"):
         M.ModelConfig(kind="positional", rope=True)  # d_k = n + 1 = 9
     with pytest.raises(ValueError, match="share"):
-        M.Transformer([M.ModelConfig(pe="binary"), M.ModelConfig()], [0, 1])
+        M.Transformer([M.ModelConfig(kind="standard", pe="none", features="diag"), M.ModelConfig(kind="standard")],
+                      [0, 1])
+
+
+@pytest.mark.parametrize("kind,opts", [
+    ("positional", [dict(), dict(pe="binary"), dict(pe="sinusoidal"), dict(features="value+pe")]),
+    ("standard", [dict(pe="binary"), dict(pe="sinusoidal"), dict(rope=True), dict(pe="none"),
+                  dict(pe="none", rope=True)]),
+    ("hybrid", [dict(), dict(pe="binary")])])
+def test_replicas_with_different_encodings_in_one_program_equal_each_alone(kind, opts):
+    """One program for replicas that differ in P, in whether the input reads P, and in RoPE."""
+    cs = [M.ModelConfig(n=4, kind=kind, embed=8, hidden=6, **o) for o in opts]
+    seeds = list(range(len(cs)))
+    g = torch.Generator().manual_seed(2)
+    x = torch.rand(8, 4, generator=g, dtype=torch.float64) * 4 - 2
+    y = torch.cumsum(x, 1)
+    batch = M.Transformer(cs, seeds, dtype=torch.float64)
+    assert batch.mixed
+    alone = [M.Transformer([c], [s], dtype=torch.float64) for c, s in zip(cs, seeds)]
+    for r, (c, m) in enumerate(zip(cs, alone)):
+        assert batch.n_params(r) == M.parameter_count(c)
+        assert torch.allclose(batch(x)[r], m(x)[0], atol=1e-12, rtol=0)
+    _train(batch, x, y)
+    out = batch(x)
+    for r, m in enumerate(alone):
+        _train(m, x, y)
+        assert torch.allclose(out[r], m(x)[0], atol=1e-10, rtol=0)
