@@ -177,7 +177,10 @@ def head_logits(p, input_ids, layer: int, head: int) -> np.ndarray:
         raise ValueError(f"head={head}: {p.name} has heads 0..{p.heads - 1}")
     if p.kind == "llama":
         return llama_attention_logits(p.model, ids, layer=layer, heads=[head])[:, 0].numpy()
-    x = P.layer_inputs(p, ids, layer).double().numpy()
+    if p.kind == "bert":  # post-norm: the layer reads the residual stream as is; stop the pass there
+        x = _bert_layer_input(p.model, ids, layer).double().numpy()
+    else:
+        x = P.layer_inputs(p, ids, layer).double().numpy()
     W = P.attention_projections(p, layer)
     q = x @ W["W_Q"][head] + W["b_Q"][head]
     k = x @ W["W_K"][head] + W["b_K"][head]
@@ -186,6 +189,29 @@ def head_logits(p, input_ids, layer: int, head: int) -> np.ndarray:
         L = z.shape[-1]
         z = np.where(np.tril(np.ones((L, L), bool)), z, -np.inf)
     return z
+
+
+def _bert_layer_input(model, ids: torch.Tensor, layer: int) -> torch.Tensor:
+    """The hidden state entering BERT layer `layer` [B, L, D], captured by a forward pre-hook (the
+    later layers never run)."""
+    layers = model.encoder.layer
+    if not 0 <= layer < len(layers):
+        raise ValueError(f"layer={layer}: the model has layers 0..{len(layers) - 1}")
+    got: dict[str, Any] = {}
+
+    def hook(module, args, kwargs):
+        got["x"] = args[0] if args else kwargs["hidden_states"]
+        raise _Stop
+
+    handle = layers[layer].register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model(input_ids=ids)
+    except _Stop:
+        pass
+    finally:
+        handle.remove()
+    return got["x"]
 
 
 def token_stream(p, text: str) -> np.ndarray:
