@@ -39,3 +39,31 @@ APP_G_Z = 1
 APP_G_PROB_PRINTED = 0.8
 APP_G_PROB_PRINTED_LATER = 0.81
 APP_G_RELATIVE_ERROR = 0.25  # "loss up to 1, i.e. relative error up to 25%"
+
+# --- helper 001-B: App. D.1.5–D.1.8 -------------------------------------------------------------
+# App. D.1.6, Fig. 24: medians at c = 10 of standard + RoPE and of the positional Transformer, as
+# Fig. 24 draws them (the paper prints no numbers; these are the authors' released per-run results,
+# quoted as reference values of the figure, source "figure"): task -> (standard + RoPE, positional)
+FIG24_C10_MEDIANS = {"cumsum": (90.0, 0.034), "cummin": (18.8, 0.075), "cummedian": (21.8, 0.080),
+                     "sort": (63.7, 0.100), "maxsub": (181.0, 0.22)}
+# App. D.1.6: binary PE uses ⌈log₂ n⌉ dimensions (0 encoded as −1); sinusoidal PE dimension ⌈n/2⌉
+BINARY_PE_DIM = "ceil(log2 n)"
+SINUSOIDAL_PE_DIM = "ceil(n/2)"
+
+# App. D.1.5, Figs. 20–21: standard models with 4 (= log n + 1) and 1 layer, small MLP hidden widths
+# (the authors' code: 2, 4, 8, 16); medians at c = 10 as Figs. 20–21 draw them (authors' released
+# results, source "figure"): {task: {layers: {hidden: median}}}, and the positional model's
+COMPACT_HIDDEN = (2, 4, 8, 16)
+FIG20_21_C10_MEDIANS = {"cumsum": {4: {2: 1.8e3, 4: 830.0, 8: 180.0, 16: 35.0}, 1: {2: 150.0, 4: 180.0, 8: 1.8, 16: 2.1}},
+                        "cummin": {4: {2: 96.0, 4: 73.0, 8: 26.0, 16: 17.0}, 1: {2: 30.0, 4: 34.0, 8: 24.0, 16: 23.0}}}
+FIG20_21_POSITIONAL_C10 = {"cumsum": 0.059, "cummin": 0.043}
+
+# App. D.1.8, Table 1: median test MSE, "normalized by the scale factor" (digest §9 item 9: the
+# numbers fit MSE / c² = MSE / 100 at c = 10). Fine-tuning: all W_V only, 20 epochs on c = 10 data.
+TABLE1_FINETUNE_EPOCHS = 20
+TABLE1_SCALE = 10
+TABLE1 = {  # task -> architecture -> (in-dist, 10x OOD, 10x OOD after fine-tuning)
+    "cumsum": {"positional": (6.07e-06, 1.31e-03, 1.32e-05), "standard": (5.20e-06, 1.09e+00, 1.23e-01)},
+    "cummin": {"positional": (1.03e-05, 3.92e-04, 2.19e-05), "standard": (1.74e-06, 1.39e-01, 4.00e-02)},
+    "sort": {"positional": (1.20e-04, 7.37e-04, 1.23e-04), "standard": (9.05e-04, 5.18e-01, 6.90e-02)},
+}
