@@ -67,3 +67,16 @@ TABLE1 = {  # task -> architecture -> (in-dist, 10x OOD, 10x OOD after fine-tuni
     "cummin": {"positional": (1.03e-05, 3.92e-04, 2.19e-05), "standard": (1.74e-06, 1.39e-01, 4.00e-02)},
     "sort": {"positional": (1.20e-04, 7.37e-04, 1.23e-04), "standard": (9.05e-04, 5.18e-01, 6.90e-02)},
 }
+
+# App. D.1.9, Table 2 (chapter gnn-baselines): median test MSE of GCN and GAT on complete and star
+# graphs, n = 8 (as every Table/Figure of §7), at the OOD scale factors below. The paper gives no
+# layer, width or training details for the GNNs.
+TABLE2_SCALES = (1, 2, 3, 4, 5, 10)
+TABLE2 = {  # task -> graph -> architecture -> MSE per scale of TABLE2_SCALES
+    "cumsum": {"complete": {"gcn": (3.9, 21.0, 43.0, 74.0, 120.0, 480.0), "gat": (3.7, 20.0, 43.0, 75.0, 120.0, 540.0)},
+               "star": {"gcn": (4.0, 20.0, 42.0, 74.0, 120.0, 460.0), "gat": (3.8, 20.0, 41.0, 75.0, 120.0, 500.0)}},
+    "sort": {"complete": {"gcn": (0.19, 0.98, 2.2, 3.9, 6.1, 27.0), "gat": (0.19, 0.96, 2.1, 3.7, 5.6, 24.0)},
+             "star": {"gcn": (0.19, 1.0, 2.1, 3.7, 6.1, 26.0), "gat": (0.19, 0.99, 2.0, 3.5, 5.6, 23.0)}},
+}
+# digest E9 / claim 12: the best position-agnostic linear predictor has MSE 3.89 (cumsum), 0.195 (sort)
+TABLE2_BASELINE_DIGEST = {"cumsum": 3.89, "sort": 0.195}
