@@ -125,6 +125,7 @@ class GNN(ReplicaModule):
                 self.add(f"a_dst{l}", (H, d)); self.add(f"a_src{l}", (H, d))
         A = np.stack([adjacency(c.graph, c.n) for c in configs])
         self.register_buffer("A", torch.as_tensor(A, dtype=dtype, device=self.device))
+        self.register_buffer("neg", torch.where(self.A > 0, 0.0, float("-inf")).to(dtype))  # GAT's mask
         self.register_buffer("A_hat", torch.as_tensor(np.stack([gcn_norm(a) for a in A]), dtype=dtype,
                                                       device=self.device))
         for r, (c, s) in enumerate(zip(configs, seeds)):
@@ -146,26 +147,28 @@ class GNN(ReplicaModule):
         self.place("dec_b", r, uniform_init(g, (1,), E))
 
     def attention(self, l: int, z: torch.Tensor) -> torch.Tensor:
-        """GAT layer l's coefficients α [R, B, H, N, N] from z [R, B, H, N, d]."""
-        e_dst = (z * self.w(f"a_dst{l}")[:, None, :, None, :]).sum(-1)  # [R, B, H, N]
-        e_src = (z * self.w(f"a_src{l}")[:, None, :, None, :]).sum(-1)
+        """GAT layer l's coefficients α [R, B, H, N, N] (row i: over the neighbours j) from z [R, B, N, H, d]."""
+        e_dst = (z * self.w(f"a_dst{l}")[:, None, None]).sum(-1).transpose(-1, -2)  # [R, B, H, N]
+        e_src = (z * self.w(f"a_src{l}")[:, None, None]).sum(-1).transpose(-1, -2)
         e = torch.nn.functional.leaky_relu(e_dst.unsqueeze(-1) + e_src.unsqueeze(-2), 0.2)
-        e = e.masked_fill(self.A[:, None, None] == 0, float("-inf"))
-        return torch.softmax(e, dim=-1)
+        return torch.softmax(e + self.neg[:, None, None], dim=-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B = x.shape[0]
+        R, N, E, H, d = self.R, self.n + 1, self.E, self.H, self.E // self.H
         v = torch.cat([x.to(self.dtype), torch.zeros(B, 1, dtype=self.dtype, device=x.device)], dim=1)
         h = v[None, :, :, None] * self.w("enc_W")[:, None, None, 0, :] + self.w("enc_b")[:, None, None, :]
         for l in range(self.L):
-            z = torch.einsum("rbne,rhed->rbhnd", h, self.w(f"W{l}"))  # [R, B, H, N, d]
+            W = self.w(f"W{l}").transpose(1, 2).reshape(R, E, H * d)  # the heads side by side
+            z = (h.reshape(R, B * N, E) @ W).view(R, B, N, H * d)
             if self.kind == "gcn":
-                m = torch.einsum("rij,rbhjd->rbhid", self.A_hat, z)
+                m = self.A_hat.unsqueeze(1) @ z
             else:
-                m = self.attention(l, z) @ z
-            m = m.transpose(2, 3).reshape(*h.shape) + self.w(f"b{l}")[:, None, None, :]
+                z = z.view(R, B, N, H, d)
+                m = (self.attention(l, z) @ z.transpose(2, 3)).transpose(2, 3).reshape(R, B, N, E)
+            m = m + self.w(f"b{l}")[:, None, None, :]
             h = torch.relu(m) if self.kind == "gcn" else torch.nn.functional.elu(m)
-        y = (h @ self.w("dec_W").unsqueeze(1)).squeeze(-1) + self.w("dec_b")[:, None, :]
+        y = (h.reshape(R, B * N, E) @ self.w("dec_W")).view(R, B, N) + self.w("dec_b")[:, None, :]
         return y[:, :, : self.n]
 
     def n_params(self, r: int) -> int:
