@@ -19,4 +19,5 @@ BOOK_ORDER: tuple[str, ...] = (
     "hardmax-softmax-patterns",  # App. B.3, Lemma B.3; App. B.5, Remark B.6
     "ood-sampling",  # App. E, Fig. 35
     "discrepancy-bound",  # App. G
+    "positional-encodings",  # App. D.1.6, Figs. 22-24
 )
