@@ -1,0 +1,127 @@
+"""The trained model variants of App. D.1.5–D.1.8 (compact standard models, positional encodings,
+ablations, V-only fine-tuning): their shared parameters, protocol, sweep and summaries.
+
+A chapter names its variants as ModelConfig options (`models.py`); `run_variants` trains every
+(variant, task, seed) with `sweeps.sweep`, grouping into one tensor program every model that
+`models.Transformer` can hold together (same n, kind, heads and depth; replicas may differ in
+widths, positional encoding, features and RoPE), and returns the test MSE per scale c.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from attnlab.core.params import Param, ParameterError
+
+from .models import ModelConfig
+from .sweeps import Protocol, sweep
+from .tasks import TASKS
+
+TRAIN_PARAMS = (
+    Param("n", "int", "input length (the paper: 8)", min=2, max=32),
+    Param("tasks", "str", f"comma-separated tasks among {', '.join(TASKS)}"),
+    Param("seeds", "int", "models per (variant, task) (the paper: 10 runs)", min=1, max=20),
+    Param("samples", "int", "training lists (the paper: 30,000)", min=16, max=200000),
+    Param("steps", "int", "Adam steps (CI); null: `epochs`", min=1, max=2_000_000, nullable=True),
+    Param("epochs", "int", "epochs (the paper: 2000); null: `steps`", min=1, max=5000, nullable=True),
+    Param("batch", "int", "batch size (the authors' code: 1000)", min=1, max=100000),
+    Param("lr", "float", "initial (plateau) or peak (onecycle) Adam learning rate (the paper: 5e-4)",
+          min=1e-6, max=1.0),
+    Param("scheduler", "str", "plateau (the authors' code), onecycle or constant",
+          choices=("plateau", "onecycle", "constant")),
+    Param("embed", "int", "embedding dimension E (the paper: 64)", min=2, max=512),
+    Param("hidden", "int", "MLP hidden width (the paper: 64)", min=1, max=1024),
+    Param("c_list", "float_list", "test scale factors c (the paper: 1 … 10)", min=1.0, max=100.0),
+    Param("test_samples", "int", "test lists per scale (the paper: 1,000)", min=10, max=100000),
+)
+
+# the paper's protocol (§7, App. D.1.1; batch and scheduler from the authors' code)
+FULL = dict(n=8, seeds=10, samples=30000, steps=None, epochs=2000, batch=1000, lr=5e-4, scheduler="plateau",
+            embed=64, hidden=64, c_list=[float(c) for c in range(1, 11)], test_samples=1000)
+# CI: n = 4 (L = 3), E = hidden = 16, 300 steps of 64 at a OneCycle peak of 1e-2 (calibrated: the
+# c = 10 gap of one-hot positional vs standard is ~100× on cumsum there; see the chapters)
+CI = dict(n=4, seeds=1, samples=2048, steps=300, epochs=None, batch=64, lr=1e-2, scheduler="onecycle",
+          embed=16, hidden=16, c_list=[1.0, 2.0, 5.0, 10.0], test_samples=500)
+
+
+def task_list(cfg: dict) -> list[str]:
+    """The `tasks` parameter as a list; ParameterError naming it for an unknown task."""
+    tasks = [t.strip() for t in cfg["tasks"].split(",") if t.strip()]
+    bad = [t for t in tasks if t not in TASKS]
+    if not tasks or bad or len(set(tasks)) != len(tasks):
+        raise ParameterError(f"parameter 'tasks': value {cfg['tasks']!r} is not allowed; give distinct tasks "
+                             f"among {', '.join(TASKS)}, comma-separated")
+    return tasks
+
+
+def protocol(cfg: dict) -> Protocol:
+    """The sweep protocol of a config (CI: all seeds share one training set, `joint`)."""
+    if (cfg["steps"] is None) == (cfg["epochs"] is None):
+        raise ParameterError(f"parameters 'steps' and 'epochs': values {cfg['steps']!r}, {cfg['epochs']!r} are "
+                             "not allowed; give exactly one (the other null)")
+    return Protocol(samples=cfg["samples"], batch=cfg["batch"], lr=cfg["lr"], epochs=cfg["epochs"],
+                    steps=cfg["steps"], scheduler=cfg["scheduler"], c_list=tuple(cfg["c_list"]),
+                    test_samples=cfg["test_samples"], joint=cfg["scale"] == "ci")
+
+
+def mixable(c: ModelConfig) -> tuple:
+    """What one Transformer program must share (its replicas may differ in the rest)."""
+    return (c.n, c.kind, c.heads, c.depth, c.input_features == "diag")
+
+
+def run_variants(ctx, variants: dict[str, dict[str, Any]], tasks: list[str] | None = None,
+                 desc: str = "programs") -> dict:
+    """Train every (variant, task, seed): `variants` maps a name to ModelConfig options (n, embed
+    and hidden come from the config unless the variant sets them). Returns
+    {name: {task: {"test": [seeds][c] MSE, "train": [seeds] MSE}}}."""
+    cfg = ctx.config
+    tasks = tasks or task_list(cfg)
+    proto = protocol(cfg)
+    units, where = [], []
+    for name, opts in variants.items():
+        c = ModelConfig(**{"n": cfg["n"], "embed": cfg["embed"], "hidden": cfg["hidden"], **opts})
+        for task in tasks:
+            for s in range(cfg["seeds"]):
+                units.append((c, s, task))
+                where.append((name, task))
+    rows = sweep(ctx, units, proto, program=mixable, desc=desc)
+    out: dict = {name: {t: {"test": [], "train": []} for t in tasks} for name in variants}
+    for (name, task), row in zip(where, rows):
+        out[name][task]["test"].append(row["test_mse"])
+        out[name][task]["train"].append(row["train_mse"])
+    return out
+
+
+def band(test: list[list[float]]) -> dict:
+    """Median and 10th / 90th percentiles over seeds, per c (the paper's curves and bands)."""
+    a = np.asarray(test, dtype=float)
+    return {"median": np.median(a, 0).tolist(), "p10": np.percentile(a, 10, 0).tolist(),
+            "p90": np.percentile(a, 90, 0).tolist()}
+
+
+def at(cfg: dict, test: list[list[float]], c: float) -> float:
+    """The median over seeds of the test MSE at scale c."""
+    return float(np.median(np.asarray(test, dtype=float)[:, list(cfg["c_list"]).index(float(c))]))
+
+
+def full_command(slug: str) -> str:
+    return f"attnlab run 001-positional/{slug} --scale full --headless"
+
+
+def plot_band(ax, c_list, test: list[list[float]], color: str, label: str, ls: str = "-") -> None:
+    """The paper's curve: median over seeds against c, the 10–90 % band shaded (log-y)."""
+    b = band(test)
+    ax.plot(c_list, b["median"], ls, color=color, marker="o", ms=3, label=label)
+    if len(test) > 1:
+        ax.fill_between(c_list, b["p10"], b["p90"], color=color, alpha=0.2, lw=0)
+    ax.set_yscale("log")
+    ax.set_xlabel("OOD scale factor c")
+    ax.set_ylabel("test MSE")
+
+
+def plot_c2(ax, c_list, at_one: float) -> None:
+    """A grey c² reference line through the value at c = 1 (an accurate model's MSE grows ∝ c²)."""
+    c = np.asarray(c_list, dtype=float)
+    ax.plot(c, at_one * c ** 2, ":", color="grey", lw=1, label="∝ c²")
