@@ -68,6 +68,16 @@ TABLE1 = {  # task -> architecture -> (in-dist, 10x OOD, 10x OOD after fine-tuni
     "sort": {"positional": (1.20e-04, 7.37e-04, 1.23e-04), "standard": (9.05e-04, 5.18e-01, 6.90e-02)},
 }
 
+# App. D.2 (k-hop induction heads, chapter k-hop): k <= 3, sequence length 30, alphabets a–e (ID) and
+# f–j (OOD), embedding 60, causal mask; the authors' code: 3 heads, AdamW 5e-4, batch 64, 100,000
+# iterations, 10 trials. The paper does not print its sample grid (Fig. 3 left, 8 layers): ours.
+KHOP_MAX_HOPS = 3
+KHOP_SEQ_LEN = 30
+KHOP_EMBED = 60
+KHOP_SAMPLES_FULL = (1000, 5000, 10000, 25000, 50000)
+KHOP_LAYER_SWEEP_SAMPLES = 50_000
+KHOP_SAMPLE_SWEEP_LAYERS = 8
+
 # App. D.1.9, Table 2 (chapter gnn-baselines): median test MSE of GCN and GAT on complete and star
 # graphs, n = 8 (as every Table/Figure of §7), at the OOD scale factors below. The paper gives no
 # layer, width or training details for the GNNs.
