@@ -150,3 +150,134 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
     return [{"h": h, "D_K": D_K, "seed": seed, "f1": float(f1_test[r]), "tau": float(model.tau[r, 0].detach()),
              "steps": int(trained[r]), "stopped": bool(not active[r]), "seconds": seconds / R}
             for r, (h, D_K) in enumerate(specs)]
+
+
+class HeadPaddedQK(ReplicaModule):
+    """The max-over-heads QK model with each head in its own slot: W_Q, W_K in R^{d x H x dk}
+    (replica r uses heads [:h_r] and columns [:d_k,r] of each), so the scores cost ell^2 H dk per
+    context instead of ell^2 D_K H (the column-assignment contraction of `MaxOverHeadsQK`). The same
+    function: head k of a replica is its columns k d_k .. (k + 1) d_k of the (d x D_K) weights.
+    Used by `train_grid`, one instance per head count (so H dk is that group's largest D_K)."""
+
+    def __init__(self, d: int, specs: list[tuple[int, int]], inits: list[tuple[torch.Tensor, torch.Tensor]],
+                 device: str | torch.device = "cpu"):
+        super().__init__(len(specs), torch.float32, device)
+        H = max(h for h, _ in specs)
+        dk = max(D_K // h for h, D_K in specs)
+        self.add("W_Q", (d, H, dk))
+        self.add("W_K", (d, H, dk))
+        self.add("tau", (1,))
+        head_ok = torch.zeros(self.R, H, dtype=torch.bool)
+        for r, ((h, D_K), (wq, wk)) in enumerate(zip(specs, inits)):
+            if D_K % h:
+                raise ValueError(f"replica {r}: h = {h} does not divide D_K = {D_K}")
+            self.place("W_Q", r, wq.reshape(wq.shape[0], h, D_K // h))
+            self.place("W_K", r, wk.reshape(wk.shape[0], h, D_K // h))
+            self.place("tau", r, torch.zeros(1))
+            head_ok[r, :h] = True
+        self.register_buffer("head_ok", head_ok.to(self.device))
+
+    def forward(self, Xc: torch.Tensor) -> torch.Tensor:
+        """Xc: (R, n, ell, d) one batch per replica -> S_max - tau, (R, n, ell, ell)."""
+        Q = torch.einsum("rnpd,rdhc->rnhpc", Xc, self.w("W_Q"))
+        K = torch.einsum("rnpd,rdhc->rnhpc", Xc, self.w("W_K"))
+        S = Q @ K.transpose(-1, -2)
+        if not bool(self.head_ok.all()):
+            S = S.masked_fill(~self.head_ok[:, None, :, None, None], float("-inf"))
+        return S.amax(dim=2) - self.w("tau").view(-1, 1, 1, 1)
+
+
+def train_grid(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: float = 0.5, alpha: float = 10.0,
+               check_every: int = 500, patience: int = 5, stop_f1: float = 0.995, n_val: int = 500,
+               n_test: int = 2000, device: str = "cpu", progress=None, chunk: int = 100) -> list[dict]:
+    """`train_seed` for replicas of different (m, d, seed) in ONE tensor program. `runs`: one dict per
+    replica with keys m, d, h, D_K, seed and optionally `steps` (its own cutoff, Table 2; at most
+    `steps`). Each (m, d, seed) draws its data exactly as `train_seed` does (`seed_data`, with
+    n_train = `steps`), embeddings zero-padded to the largest d, so a replica's function, loss and
+    gradients are its own: the same replica trained alone (here or by `train_seed`) follows the same
+    trajectory up to float summation order. A replica freezes when the early-stopping rule fires or
+    its own step cutoff is reached; the program ends when every replica is frozen."""
+    dev = torch.device(device)
+    sets = sorted({(r["m"], r["d"], r["seed"]) for r in runs})
+    D = max(r["d"] for r in runs)
+    M_ = max(r["m"] for r in runs)
+    X = torch.zeros(len(sets), M_, D, dtype=torch.float32)
+    ctxs = {name: [] for name in ("train", "val", "test")}
+    ys = {name: [] for name in ("train", "val", "test")}
+    for u, (m, d, seed) in enumerate(sets):
+        data = seed_data(m, d, seed, ell, rho, steps, n_val, n_test)
+        X[u, :m, :d] = torch.tensor(data["X"], dtype=torch.float32)
+        for name in ctxs:
+            ctxs[name].append(torch.as_tensor(data[name]))
+            ys[name].append(torch.as_tensor(C.context_labels(data[name], data["perm"])))
+    X = X.to(dev)
+    ctx = {k: torch.stack(v).to(dev) for k, v in ctxs.items()}  # (U, n, ell)
+    y = {k: torch.stack(v).to(dev) for k, v in ys.items()}  # (U, n, ell, ell)
+    which = torch.tensor([sets.index((r["m"], r["d"], r["seed"])) for r in runs], device=dev)
+    uidx = torch.arange(len(sets), device=dev)[:, None, None]
+
+    def emb(name, a, b):  # (R, b - a, ell, D) embeddings, (R, b - a, ell, ell) labels of contexts a..b
+        return X[uidx, ctx[name][:, a:b]][which], y[name][:, a:b][which]
+
+    R = len(runs)
+    groups = [[i for i in range(R) if runs[i]["h"] == h] for h in sorted({r["h"] for r in runs})]
+    order = torch.tensor([i for g in groups for i in g], device=dev)
+    back = torch.argsort(order)  # model outputs are concatenated group by group; back to `runs` order
+    models = [HeadPaddedQK(D, [(runs[i]["h"], runs[i]["D_K"]) for i in g],
+                           [init_weights(runs[i]["d"], runs[i]["h"], runs[i]["D_K"], runs[i]["m"], runs[i]["seed"])
+                            for i in g], dev) for g in groups]
+    gidx = [torch.tensor(g, device=dev) for g in groups]
+    opts = [MaskedAdam([mm.W_Q, mm.W_K, mm.tau]) for mm in models]
+
+    def model(Xc):  # (R, n, ell, D) in `runs` order -> (R, n, ell, ell)
+        return torch.cat([mm(Xc[g]) for mm, g in zip(models, gidx)])[back]
+    cutoff = torch.tensor([min(r.get("steps", steps), steps) for r in runs], device=dev)
+    active = cutoff > 0
+    passes = torch.zeros(R, dtype=torch.long, device=dev)
+    trained = torch.zeros(R, dtype=torch.long, device=dev)
+    stopped = torch.zeros(R, dtype=torch.bool, device=dev)
+    lr_vec = torch.full((R,), lr, device=dev)
+
+    def f1(name):
+        tp = fp = fn = 0
+        n = ctx[name].shape[1]
+        with torch.no_grad():
+            for a in range(0, n, chunk):
+                Xc, yy = emb(name, a, min(a + chunk, n))
+                pred = model(Xc) > 0
+                tp = tp + (pred & yy).sum(dim=(1, 2, 3))
+                fp = fp + (pred & ~yy).sum(dim=(1, 2, 3))
+                fn = fn + (~pred & yy).sum(dim=(1, 2, 3))
+        tp, fp, fn = (v.double() for v in (tp, fp, fn))
+        return torch.where(tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), torch.ones_like(tp))
+
+    start = time.perf_counter()
+    for step in range(steps):
+        if not active.any():
+            break
+        Xc, yy = emb("train", step, step + 1)
+        margin = model(Xc)
+        z = alpha * margin
+        yf = yy.to(z.dtype)
+        loss = (F.softplus(-z) * yf * (ell - 1) + F.softplus(z) * (1 - yf)).mean(dim=(1, 2, 3))
+        for mm in models:
+            for p in (mm.W_Q, mm.W_K, mm.tau):
+                p.grad = None
+        loss.sum().backward()
+        for o, g in zip(opts, gidx):
+            o.step(lr_vec[g], active[g])
+        trained += active
+        if (step + 1) % check_every == 0:
+            val = f1("val")
+            passes = torch.where(val > stop_f1, passes + 1, torch.zeros_like(passes))
+            stopped |= active & (passes >= patience)
+            active &= passes < patience
+        active &= trained < cutoff
+        if progress is not None:
+            progress.update(1)
+    f1_test = f1("test")
+    taus = torch.cat([mm.tau[:, 0].detach() for mm in models])[back]
+    seconds = time.perf_counter() - start
+    return [{**{k: r[k] for k in ("m", "d", "h", "D_K", "seed")}, "f1": float(f1_test[i]),
+             "tau": float(taus[i]), "steps": int(trained[i]), "stopped": bool(stopped[i]),
+             "seconds": seconds / R} for i, r in enumerate(runs)]

@@ -48,3 +48,43 @@ FIG3_R2 = 0.944
 # §6 / App. A.1 protocol of the trained experiments (for the footprint chapter's example).
 CONTEXT_LENGTH = 16
 RHO = 0.5
+
+# §6.1 (text): the fit without the three (d_model = 16, m > 64) points, and Fig. 10's head-count law.
+FIG3_SLOPE_EXCL = 0.966
+FIG3_R2_EXCL = 0.992
+FIG3_EXCLUDED = ((128, 16), (256, 16), (512, 16))
+FIG10_SLOPE = 1.65       # h* ~ 1.65 m / d_model - 6.64 (least squares, not through the origin)
+FIG10_INTERCEPT = -6.64
+FIG10_R2 = 0.824
+TABLE1_RANGE_STATED = (5, 24)   # "d_k* in [5, 24] on the base grid"
+
+# §6.1 / App. A.2: the sweep. Base grid, head counts, the lambda = 8 diagonal and the extra lambda = 32 point.
+BASE_M = (64, 128, 256, 512)
+BASE_D = (16, 32, 64)
+HEADS = (1, 2, 4, 8, 16, 32, 64)
+DIAGONAL = ((128, 16), (256, 32), (512, 64), (1024, 128), (2048, 256), (4096, 512))
+EXTRA_POINT = (1024, 32)
+SEEDS = 10                 # per configuration ("3 seeds for the largest points" of the diagonal)
+SEEDS_LARGEST = 3
+
+# Table 2 (App. A.2): training-step cutoffs by (m, d_model); the default is 20,000.
+TABLE2_STEPS = {
+    (64, 16): 20000, (64, 32): 20000, (64, 64): 20000,
+    (128, 16): 20000, (128, 32): 20000, (128, 64): 20000,
+    (256, 32): 20000, (256, 64): 20000, (256, 16): 30000,
+    (512, 32): 20000, (512, 64): 20000, (512, 16): 80000,
+    (1024, 128): 80000, (2048, 256): 80000, (4096, 512): 200000,
+}
+TABLE2_DEFAULT = 20000
+
+# App. A.1: the rest of the training protocol.
+ALPHA = 10.0
+LR = 1e-3
+CHECK_EVERY = 500
+PATIENCE = 5
+STOP_F1 = 0.995
+PASS_F1 = 0.99       # D_K* = min D_K with mean test micro-F1 >= 0.99 for some h
+N_VAL = 500
+N_TEST = 2000
+HSTAR_WINDOW = 0.10  # h* interval: candidates whose tested D_K is within 10% of D_K*, paired t-test p > 0.05
+HSTAR_ALPHA = 0.05
