@@ -23,6 +23,7 @@ BOOK_ORDER: tuple[str, ...] = (
     "general-embeddings",        # App. B.3
     "general-graphs",            # App. B.4
     "fig1-f1-vs-dk",             # §6, Figs. 1 and 9 (trained)
+    "capacity-law",              # §6.1, Figs. 2, 3, 8, 10, Tables 1-2 (refits + trained mini-sweep)
     "fig5-softmax",              # §7.1, Fig. 5 (softmax variant, trained)
     "footprint",                 # App. C
 )

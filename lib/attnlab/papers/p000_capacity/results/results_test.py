@@ -24,6 +24,8 @@ TINY = {
     "general-graphs": {"m": 64, "d_model": 32, "block": 16, "d_k": 32, "degrees": [1, 2], "hub": 12},
     "fig1-f1-vs-dk": {"m": 16, "d_model": 8, "heads": [1, 2], "dks": [4], "seeds": 1, "steps": 20, "n_test": 10},
     "footprint": {"ell": 8, "d_model": 8, "D_K": 8, "heads": [1, 2], "repeats": 1, "m": 32},
+    "capacity-law": {"cells": [[16, 8]], "heads": [1, 2], "dks": [4, 8], "window_lo": 0.1, "window_hi": 2.0,
+                     "seeds": 1, "steps": 20, "n_val": 10, "n_test": 10},
     "fig5-softmax": {"panels": [[32, 8]], "heads": [1, 2], "dks": [4], "compare_heads": [2], "seeds": 1, "steps": 20,
                      "n_test": 10},
 }
@@ -38,6 +40,7 @@ BAD = {  # one value per chapter that must be rejected, naming the parameter
     "footprint": ("heads", [3]),
     "fig1-f1-vs-dk": ("lr", 5.0),
     "fig5-softmax": ("panels", [[8, 16]]),
+    "capacity-law": ("cells", [[8, 16]]),
 }
 
 
