@@ -21,4 +21,5 @@ BOOK_ORDER: tuple[str, ...] = (
     "discrepancy-bound",  # App. G
     "positional-encodings",  # App. D.1.6, Figs. 22-24
     "k-hop",  # §7.1, §7.2, App. D.2, Figs. 3, 5, 29, 30
+    "gnn-baselines",  # App. D.1.9, Table 2
 )
