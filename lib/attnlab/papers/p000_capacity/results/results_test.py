@@ -28,6 +28,8 @@ TINY = {
                      "seeds": 1, "steps": 20, "n_val": 10, "n_test": 10},
     "fig5-softmax": {"panels": [[32, 8]], "heads": [1, 2], "dks": [4], "compare_heads": [2], "seeds": 1, "steps": 20,
                      "n_test": 10},
+    "fig6-value-channel": {"m": 24, "d_models": [8, 16], "heads": [1, 2], "dks": [4], "d_msg": 4, "seeds": 1,
+                           "steps": 20, "n_test": 10},
 }
 BAD = {  # one value per chapter that must be rejected, naming the parameter
     "construction-one-hot": ("trials", 0),
@@ -40,6 +42,7 @@ BAD = {  # one value per chapter that must be rejected, naming the parameter
     "footprint": ("heads", [3]),
     "fig1-f1-vs-dk": ("lr", 5.0),
     "fig5-softmax": ("panels", [[8, 16]]),
+    "fig6-value-channel": ("d_models", [32]),
     "capacity-law": ("cells", [[8, 16]]),
 }
 
