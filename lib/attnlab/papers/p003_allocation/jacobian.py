@@ -178,7 +178,7 @@ def head_logits(p, input_ids, layer: int, head: int) -> np.ndarray:
     if p.kind == "llama":
         return llama_attention_logits(p.model, ids, layer=layer, heads=[head])[:, 0].numpy()
     if p.kind == "bert":  # post-norm: the layer reads the residual stream as is; stop the pass there
-        x = _bert_layer_input(p.model, ids, layer).double().numpy()
+        x = bert_layer_input(p.model, ids, layer).double().numpy()
     else:
         x = P.layer_inputs(p, ids, layer).double().numpy()
     W = P.attention_projections(p, layer)
@@ -191,7 +191,7 @@ def head_logits(p, input_ids, layer: int, head: int) -> np.ndarray:
     return z
 
 
-def _bert_layer_input(model, ids: torch.Tensor, layer: int) -> torch.Tensor:
+def bert_layer_input(model, ids: torch.Tensor, layer: int) -> torch.Tensor:
     """The hidden state entering BERT layer `layer` [B, L, D], captured by a forward pre-hook (the
     later layers never run)."""
     layers = model.encoder.layer

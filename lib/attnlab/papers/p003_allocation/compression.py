@@ -1,0 +1,144 @@
+"""Corollary 5.1 and Fig. 4: compressing one head's W_Q^T W_K to a student of head dimension d_h.
+
+Exact bounds (float64) for the error at SVD initialisation. For one query q and keys x_1..x_L
+(||q||, ||x_i|| <= B), teacher logits z_i = q^T W x_i and student logits z'_i = q^T W_h x_i with
+W_h the rank-d_h truncated SVD of W, Delta z = z' - z has |Delta z_i| <= B^2 sigma_{d_h+1}. Along
+the segment z_t = z + t Delta z the range max - min is at most R = max(range z, range z'), so every
+probability is at most e^R / L, ||J(z_t)||_2 <= p_(1)(z_t) <= e^R / L, and the mean-value theorem gives
+
+    ||p' - p||_2   <= e^R / L * ||Delta z||_2    <= e^R B^2 sigma_{d_h+1} / sqrt(L)
+    ||p' - p||_inf <= e^R / L * range(Delta z)  <= 2 e^R B^2 sigma_{d_h+1} / L
+
+(the i-th row of J Delta z is p_i (Delta z_i - p . Delta z)). Since sigma_{d_h+1} <= Lambda_h^H
+(the tail sum), Corollary 5.1's O(Lambda / L) holds entrywise; in l2 the rate is L^(-1/2).
+
+Students of a pretrained head (Fig. 4): the teacher's logits with biases are a bilinear form of
+the augmented input x~ = [x, 1]: z_ij = x~_i^T M x~_j with M = W~_Q W~_K^T / sqrt(d_H),
+W~ = [W; b]. The student keeps rank d_h: W^_Q = U_k S_k^(1/2), W^_K = V_k S_k^(1/2) from the SVD of
+M (exact at d_h = rank M), then Adam on the mean squared error of the attention weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from attnlab.papers.p003_allocation import saturation as S
+
+
+def svd_factors(M: np.ndarray, d_h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(W^_Q, W^_K, singular values) with W^_Q W^_K^T the rank-d_h truncated SVD of M
+    (W^_Q = U_k S_k^(1/2), W^_K = V_k S_k^(1/2); [n, d_h] each)."""
+    U, s, Vt = np.linalg.svd(np.asarray(M, dtype=np.float64))
+    r = np.sqrt(s[:d_h])
+    return U[:, :d_h] * r, Vt[:d_h].T * r, s
+
+
+def init_errors(W: np.ndarray, W_h: np.ndarray, X: np.ndarray, q: np.ndarray, sigma_next: float) -> dict[str, float]:
+    """Errors of one attention row at SVD initialisation and their exact bounds (module docstring).
+    X [L, D] keys, q [D] the query; logits z = X W^T q (as `saturation.compression_errors`).
+    Returns the l2 and l_inf errors, the mean-value bounds (`l2_mv`, `linf_mv`) and the
+    sigma_{d_h+1} bounds (`l2_sigma`, `linf_sigma`, with B = the largest token norm), R and L."""
+    z = X @ (W.T @ q)
+    zh = X @ (W_h.T @ q)
+    p, ph = S.softmax(z), S.softmax(zh)
+    e = ph - p
+    dz = zh - z
+    L = len(z)
+    R = max(np.ptp(z), np.ptp(zh))
+    B2 = float(np.linalg.norm(q) * np.linalg.norm(X, axis=1).max())
+    growth = np.exp(R) / L
+    return {"l2": float(np.linalg.norm(e)), "linf": float(np.abs(e).max()), "mse": float(np.mean(e * e)),
+            "l2_mv": float(growth * np.linalg.norm(dz)), "linf_mv": float(growth * np.ptp(dz)),
+            "l2_sigma": float(np.exp(R) * B2 * sigma_next / np.sqrt(L)),
+            "linf_sigma": float(2 * np.exp(R) * B2 * sigma_next / L), "dz_inf": float(np.abs(dz).max()),
+            "dz_bound": B2 * sigma_next, "R": float(R), "L": L}
+
+
+def augment(x: np.ndarray) -> np.ndarray:
+    """[..., D] -> [..., D + 1]: the input with a constant 1 appended (absorbs the biases)."""
+    return np.concatenate([x, np.ones(x.shape[:-1] + (1,), dtype=x.dtype)], axis=-1)
+
+
+def bilinear_form(W_Q: np.ndarray, b_Q: np.ndarray, W_K: np.ndarray, b_K: np.ndarray) -> np.ndarray:
+    """M = [W_Q; b_Q] [W_K; b_K]^T / sqrt(d_H) for one head in the y = x W + b layout
+    (W_Q, W_K [D, d_H]): the teacher's logits are x~_i^T M x~_j."""
+    d_H = W_Q.shape[1]
+    return np.vstack([W_Q, b_Q[None]]) @ np.vstack([W_K, b_K[None]]).T / np.sqrt(d_H)
+
+
+def attention(Xa: torch.Tensor, A: torch.Tensor, B: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """softmax over keys of (Xa A)(Xa B)^T for inputs Xa [N, L, n] and factors A, B [n, k]."""
+    z = (Xa @ A) @ (Xa @ B).transpose(-1, -2)
+    if causal:
+        L = z.shape[-1]
+        z = z.masked_fill(torch.ones(L, L, dtype=torch.bool, device=z.device).triu(1), float("-inf"))
+    return torch.softmax(z, dim=-1)
+
+
+def mse(P: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
+    """Mean squared error of attention weights over all (sequence, query, key) entries."""
+    return ((P - T) ** 2).mean()
+
+
+def train_students(M: np.ndarray, X_train: np.ndarray, X_eval: np.ndarray, ranks: list[int], steps: int, batch: int,
+                   lr: float, seed: int, causal: bool = False, progress=None, curve_every: int = 25) -> dict[str, dict]:
+    """SVD-initialised students of every rank in `ranks`, trained together by Adam (each on its own
+    loss; Adam is per-parameter, so they stay independent) to match the teacher's attention on
+    batches of `X_train` [N, L, n] (augmented inputs); evaluated in float64 on `X_eval`.
+    Returns rank -> {init_mse, final_mse, best_mse = min(init, final), curve [[step, train loss]]}."""
+    Xt = torch.as_tensor(X_train, dtype=torch.float32)
+    Xe = torch.as_tensor(X_eval, dtype=torch.float64)
+    M64 = torch.as_tensor(M, dtype=torch.float64)
+    Mt = M64.float()
+    with torch.no_grad():
+        T_train = torch.softmax(_masked(Xt @ Mt @ Xt.transpose(1, 2), causal), dim=-1)
+        T_eval = torch.softmax(_masked(Xe @ M64 @ Xe.transpose(1, 2), causal), dim=-1)
+    params = {}
+    out: dict[str, dict] = {}
+    for k in ranks:
+        A, B, _ = svd_factors(M, k)
+        with torch.no_grad():
+            init = float(mse(attention(Xe, torch.as_tensor(A), torch.as_tensor(B), causal), T_eval))
+        params[k] = (torch.tensor(A, dtype=torch.float32, requires_grad=True),
+                     torch.tensor(B, dtype=torch.float32, requires_grad=True))
+        out[str(k)] = {"init_mse": init, "curve": []}
+    trainable = [k for k in ranks if steps > 0]
+    if trainable:
+        opt = torch.optim.Adam([t for k in trainable for t in params[k]], lr=lr)
+        gen = torch.Generator().manual_seed(seed)
+        it = range(steps) if progress is None else progress(range(steps))
+        for step in it:
+            idx = torch.randint(0, len(Xt), (batch,), generator=gen)
+            xb, tb = Xt[idx], T_train[idx]
+            losses = [mse(attention(xb, *params[k], causal), tb) for k in trainable]
+            opt.zero_grad(set_to_none=True)
+            torch.stack(losses).sum().backward()
+            opt.step()
+            if step % curve_every == 0 or step == steps - 1:
+                for k, l in zip(trainable, losses):
+                    out[str(k)]["curve"].append([step, float(l.detach())])
+    for k in ranks:
+        with torch.no_grad():
+            A, B = (t.detach().double() for t in params[k])
+            final = float(mse(attention(Xe, A, B, causal), T_eval))
+        row = out[str(k)]
+        row["final_mse"] = final
+        row["best_mse"] = min(row["init_mse"], final)
+    return out
+
+
+def _masked(z: torch.Tensor, causal: bool) -> torch.Tensor:
+    if not causal:
+        return z
+    L = z.shape[-1]
+    return z.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+
+
+def uniform_mse(X_eval: np.ndarray, M: np.ndarray, causal: bool = False) -> float:
+    """The MSE of uniform attention (a student with W^_Q = 0) against the teacher: the scale that
+    makes a student's MSE readable."""
+    Xe = torch.as_tensor(X_eval, dtype=torch.float64)
+    T = torch.softmax(_masked(Xe @ torch.as_tensor(M, dtype=torch.float64) @ Xe.transpose(1, 2), causal), dim=-1)
+    U = torch.softmax(_masked(torch.zeros_like(T), causal), dim=-1)
+    return float(mse(U, T))
