@@ -17,5 +17,6 @@ BOOK_ORDER: tuple[str, ...] = (
     "fig2-ngram-heads",
     "softmax-saturation",
     "figs3-10-softmax-jacobian",  # Figs. 3 and 10: the softmax Jacobian and logits norm of a pretrained head
+    "fig4-head-compression",  # Corollary 5.1 and Fig. 4: SVD-initialised students of one head
     "fig8-memory-kernels",
 )
