@@ -32,7 +32,7 @@ PARAMS = (
     Param("mc_samples", "int", "lists of the least-squares check of the exact baseline", min=1000, max=2_000_000),
 )
 PRESETS = {
-    "ci": {"n": 8, "embed": 16, "samples": 4096, "batch": 128, "lr": 5e-3, "steps": 200, "epochs": None,
+    "ci": {"n": 8, "embed": 16, "samples": 4096, "batch": 128, "lr": 5e-3, "steps": 150, "epochs": None,
            "scheduler": "onecycle", "seeds": 1, "c_list": [1.0, 2.0, 3.0, 4.0, 5.0, 10.0], "test_samples": 1000,
            "mc_samples": 100_000},
     # the paper's protocol for the Transformers of §7 (App. D.1.1; the paper gives none for the GNNs)
