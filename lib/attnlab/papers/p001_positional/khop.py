@@ -247,7 +247,8 @@ def replica_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Ten
 @torch.no_grad()
 def evaluate(model: KHopGPT, inputs: np.ndarray, targets: np.ndarray, batch: int = 500) -> dict:
     """Per replica: cross-entropy over all positions (the paper's loss) and token accuracy over the
-    string positions (the blank target at position 0 excluded), on the same sequences for every
+    string positions (the blank target at position 0 excluded), and the share of those positions
+    where the prediction is one of the OOD letters f–j, on the same sequences for every
     replica (inputs [N, T]) or on each replica's own ([R, N, T])."""
     dev = next(model.parameters()).device
     x = torch.as_tensor(inputs, device=dev)
@@ -256,13 +257,19 @@ def evaluate(model: KHopGPT, inputs: np.ndarray, targets: np.ndarray, batch: int
         x, y = x.unsqueeze(0).expand(model.R, -1, -1), y.unsqueeze(0).expand(model.R, -1, -1)
     ce = torch.zeros(model.R, dtype=torch.float64, device=dev)
     correct = torch.zeros(model.R, dtype=torch.float64, device=dev)
+    ood_pred = torch.zeros(model.R, dtype=torch.float64, device=dev)
+    ood_ids = torch.as_tensor(char_ids("ood"), device=dev)
     N = x.shape[1]
     for i in range(0, N, batch):
         xb, yb = x[:, i:i + batch], y[:, i:i + batch]
         logits = model(xb)
         ce += replica_token_loss(logits, yb).double() * xb.shape[1]
-        correct += (logits[:, :, 1:].argmax(-1) == yb[:, :, 1:]).double().sum((1, 2))
-    return {"loss": (ce / N).cpu().tolist(), "accuracy": (correct / (N * (x.shape[2] - 1))).cpu().tolist()}
+        pred = logits[:, :, 1:].argmax(-1)
+        correct += (pred == yb[:, :, 1:]).double().sum((1, 2))
+        ood_pred += torch.isin(pred, ood_ids).double().sum((1, 2))
+    n = N * (x.shape[2] - 1)
+    return {"loss": (ce / N).cpu().tolist(), "accuracy": (correct / n).cpu().tolist(),
+            "ood_letter_predictions": (ood_pred / n).cpu().tolist()}
 
 
 def chance_accuracy(targets: np.ndarray) -> float:
@@ -348,6 +355,7 @@ def train_program(runs: list[dict], proto: dict, device="cpu", *, checkpoint: st
     for i in range(len(runs)):
         row = {f"{split}_{m}": (tr if split == "train" else ev[split])[m][i]
                for split in ("train", "id", "ood") for m in ("loss", "accuracy")}
+        row["ood_letter_predictions"] = ev["ood"]["ood_letter_predictions"][i]
         row["curve"] = [[c[0], round(c[1 + i], 5)] for c in log["curve"]]
         row["seconds"] = log["seconds"] / len(runs)
         out.append(row)

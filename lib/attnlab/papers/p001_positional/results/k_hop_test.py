@@ -1,0 +1,31 @@
+"""The k-hop chapter on a tiny config: its asserted generator checks hold, the table is stable from
+the store, and bad parameters fail naming the parameter."""
+
+import pytest
+
+from attnlab.core.params import ParameterError
+
+from . import k_hop as ex
+
+TINY = dict(embed=6, heads=3, iterations=20, batch=8, test_samples=40, layers_list=[1], samples_list=[200],
+            layer_sweep_samples=200, sample_sweep_layers=1)
+
+
+def test_runs_from_the_store_and_generator_rows_hold(tmp_path):
+    exp = ex.EXPERIMENTS[0]
+    r = exp.run(exp.config("ci", **TINY), store_root=tmp_path, progress=False)
+    t = ex.claims(r)
+    assert [row.verdict for row in t.rows[:2]] == ["consistency check"] * 2
+    assert len(r["runs"]) == 2
+    again = exp.run(exp.config("ci", **TINY), store_root=tmp_path, progress=False)
+    assert again["meta"]["computed"] == 0 and ex.claims(again).markdown() == t.markdown()
+
+
+def test_full_preset_sweeps_and_bad_parameters():
+    exp = ex.EXPERIMENTS[0]
+    runs = ex.runs_of(exp.config("full"))
+    assert len(runs) == 2 * 12 * 10  # layers 1-8 at 50k, plus 4 more sizes at 8 layers; 2 kinds, 10 trials
+    with pytest.raises(ParameterError, match="'max_hops'"):
+        exp.config("ci", max_hops=4)
+    with pytest.raises(ParameterError, match="'embed'"):
+        exp.run(exp.config("ci", embed=10, heads=3), store_root="/tmp/never-used-khop", progress=False)
