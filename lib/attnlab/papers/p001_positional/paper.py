@@ -90,3 +90,33 @@ TABLE2 = {  # task -> graph -> architecture -> MSE per scale of TABLE2_SCALES
 }
 # digest E9 / claim 12: the best position-agnostic linear predictor has MSE 3.89 (cumsum), 0.195 (sort)
 TABLE2_BASELINE_DIGEST = {"cumsum": 3.89, "sort": 0.195}
+
+# --- helper 001-A: §7.1-7.2, App. D.1.2-D.1.4 (chapters ood-scale, sample-size, input-length,
+# variable-length) ------------------------------------------------------------------------------
+TASKS_ORDER = ("cumsum", "cummin", "cummedian", "sort", "maxsub")  # the figures' panel order
+TRAIN_SAMPLES = 30_000  # App. D.1.2 ("30,000 samples across all settings"); Fig. 4 the same [repo]
+TEST_SAMPLES = 1000  # per scale (App. D.1.2, D.1.3)
+BATCH = 1000  # the authors' code (the paper prints none)
+OOD_SCALES = tuple(range(1, 11))  # Fig. 4, Fig. 19: c = 1 … 10 (c = 1: in distribution)
+OOD_SCALE_FIXED = 3  # App. D.1.2-D.1.3: "tested on an extended domain, [−6, 6]" (c = 3)
+# Fig. 4: the median test MSE over ten runs at c = 1 and c = 10, as Fig. 4 draws them (log-y). The
+# paper prints no number; these are the authors' released per-run results (digest §4 E2), quoted as
+# reference values of the figure (source "figure"): task -> architecture -> (c = 1, c = 10)
+FIG4_MEDIANS = {
+    "cumsum": {"positional": (1.7e-5, 5.9e-2), "standard": (1.1e-5, 87.6)},
+    "cummin": {"positional": (1.3e-5, 4.3e-2), "standard": (1.5e-6, 19.7)},
+    "cummedian": {"positional": (6.1e-5, 2.3e-2), "standard": (1.0e-4, 22.0)},
+    "sort": {"positional": (1.2e-4, 0.15), "standard": (9.1e-4, 54.5)},
+    "maxsub": {"positional": (1.8e-4, 0.26), "standard": (1.2e-4, 199.0)},
+}
+FIG4_RATIO_C10_MIN = 100  # digest claim 21: std/pos median ratio at c = 10 ≥ 100× for every task
+# Fig. 2 / Figs. 14-18 (App. D.1.3): training-set sizes 5,000 … 50,000 (the authors' code: step 5,000)
+SAMPLE_SIZES = tuple(range(5000, 50001, 5000))
+# Figs. 9-13 (App. D.1.2): fixed input lengths, layers ⌈log₂ n⌉ + 1
+INPUT_LENGTHS = (2, 4, 8, 16, 32)
+# Fig. 19 (App. D.1.4): lengths 1 … 8 in one model, 500,000 training samples (lengths equally
+# represented), 3,000 test samples per scale (the authors' params: 2,000; batch 2048, lr 1e-4)
+VARIABLE_MAX_LENGTH = 8
+VARIABLE_TRAIN_SAMPLES = 500_000
+VARIABLE_TEST_SAMPLES = 3000
+VARIABLE_BATCH, VARIABLE_LR = 2048, 1e-4  # the authors' code
