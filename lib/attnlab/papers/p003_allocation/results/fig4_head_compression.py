@@ -44,7 +44,7 @@ PARAMS = (
 PRESETS = {
     "ci": {"D": 64, "d_H": 16, "syn_d_h": [2, 4, 8], "sigma_max": 2.0, "sigma_decay": 0.7, "B": 1.5,
            "syn_lengths": [16, 32, 64, 128, 256, 512, 1024, 2048], "draws": 10, "model": "minilm", "layer": 5,
-           "head": 0, "d_h": [4, 8, 16, 24, 32], "L": 128, "train_spans": 32, "eval_spans": 8, "steps": 150,
+           "head": 0, "d_h": [4, 8, 16, 24, 32], "L": 128, "train_spans": 32, "eval_spans": 8, "steps": 100,
            "batch": 8, "lr": 1e-3, "corpus_chars": 200_000, "seed": 0},
 }
 PRESETS["full"] = {**PRESETS["ci"], "draws": 100, "L": 512, "train_spans": 2000, "eval_spans": 64, "steps": 10000,
