@@ -20,6 +20,7 @@ BOOK_ORDER: tuple[str, ...] = (
     "ood-sampling",  # App. E, Fig. 35
     "discrepancy-bound",  # App. G
     "positional-encodings",  # App. D.1.6, Figs. 22-24
+    "compact-standard",  # App. D.1.5, Figs. 20-21
     "ablations",  # App. D.1.7, Figs. 25-26
     "k-hop",  # §7.1, §7.2, App. D.2, Figs. 3, 5, 29, 30
     "gnn-baselines",  # App. D.1.9, Table 2
