@@ -1,0 +1,100 @@
+"""Figs. 20–21 (App. D.1.5): compact standard Transformers: ⌈log₂ n⌉ + 1 layers or a single layer,
+with small MLP hidden widths, on cumulative sum and cumulative minimum; ID and OOD loss against
+the scale factor, beside the positional Transformer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnlab.core.claims import ClaimsTable
+from attnlab.core.experiment import Context, Experiment
+from attnlab.core.params import Param, ParameterError
+
+from .. import paper
+from ..variant_runs import CI, FULL, TRAIN_PARAMS, at, full_command, run_variants, task_list
+
+SLUG = "compact-standard"
+PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "hidden") + (
+    Param("hidden", "int", "MLP hidden width of the positional reference model (the paper: 64)", min=1, max=1024),
+    Param("hidden_list", "int_list", "MLP hidden widths of the standard models (the authors' code: 2, 4, 8, 16)",
+          min=1, max=1024),
+    Param("layers_list", "int_list", "depths of the standard models (the paper: log n + 1 = 4, and 1)", min=1, max=16),
+)
+PRESETS = {"ci": {**CI, "tasks": "cumsum,cummin", "hidden_list": [2, 16], "layers_list": [3, 1]},
+           "full": {**FULL, "tasks": "cumsum,cummin", "hidden_list": list(paper.COMPACT_HIDDEN), "layers_list": [4, 1]}}
+SEPARATES = 3.0  # a ratio beyond 3× either way is a direction; inside it, inconclusive
+
+
+def variants(cfg: dict) -> dict:
+    out = {f"standard, L = {L}, hidden {h}": dict(kind="standard", layers=L, hidden=h)
+           for L in cfg["layers_list"] for h in cfg["hidden_list"]}
+    out["positional"] = dict(kind="positional")
+    return out
+
+
+def compute(ctx: Context) -> dict:
+    """Trains the standard Transformer at every (depth, hidden width) of the grid, and the
+    positional Transformer (width `hidden`) as the reference, on every task and seed (one tensor
+    program per depth: the widths are padded replicas). The result holds `runs[name][task]` =
+    {"test": [seeds][c] MSE, "train": [seeds]} with names 'standard, L = …, hidden …' and 'positional'."""
+    cfg = ctx.config
+    task_list(cfg)
+    if len(set(cfg["layers_list"])) != len(cfg["layers_list"]) or len(set(cfg["hidden_list"])) != len(cfg["hidden_list"]):
+        raise ParameterError(f"parameters 'layers_list', 'hidden_list': values {cfg['layers_list']}, "
+                             f"{cfg['hidden_list']} are not allowed; give distinct values")
+    return {"config": cfg, "runs": run_variants(ctx, variants(cfg), desc="compact standard")}
+
+
+def _verdict(t: ClaimsTable, key: str, text: str, paper_value, r: float, asserted: bool = False) -> None:
+    if r >= SEPARATES or r <= 1 / SEPARATES:
+        t.add(key, text, paper=paper_value, ours=r, holds=r >= SEPARATES, tolerance=f"≥ {SEPARATES:g}",
+              asserted=asserted, source="text")
+    else:
+        t.inconclusive(key, text, paper=paper_value, ours=r, why=f"within {SEPARATES:g}× either way at this scale",
+                       source="text")
+
+
+def claims(result: dict) -> ClaimsTable:
+    cfg, runs = result["config"], result["runs"]
+    cmax, tasks = max(cfg["c_list"]), task_list(cfg)
+    Ls, hs = cfg["layers_list"], sorted(cfg["hidden_list"])
+    name = lambda L, h: f"standard, L = {L}, hidden {h}"  # noqa: E731
+    t = ClaimsTable()
+    for task in tasks:
+        fig = {"cumsum": "Fig. 20", "cummin": "Fig. 21"}.get(task, "Figs. 20–21")
+        for L in Ls:
+            r = at(cfg, runs[name(L, hs[0])][task]["test"], cmax) / at(cfg, runs[name(L, hs[-1])][task]["test"], cmax)
+            _verdict(t, f"1-{task}-L{L}", f"{fig}, {task}, {L} layer(s): 'OOD performance deteriorates as the network "
+                     f"size decreases' (median MSE at c = {cmax:g}, hidden {hs[0]} / hidden {hs[-1]})", "> 1", r)
+        if len(Ls) >= 2:
+            deep, shallow = max(Ls), min(Ls)
+            r = float(np.median([at(cfg, runs[name(deep, h)][task]["test"], cmax) /
+                                 at(cfg, runs[name(shallow, h)][task]["test"], cmax) for h in hs]))
+            _verdict(t, f"2-{task}", f"{fig}, {task}: 'single-layer networks exhibit slightly better performance' "
+                     f"(median over widths of the MSE ratio at c = {cmax:g}, {deep} layers / {shallow})", "> 1", r)
+        best = min(at(cfg, runs[name(L, h)][task]["test"], cmax) for L in Ls for h in hs)
+        r = best / at(cfg, runs["positional"][task]["test"], cmax)
+        _verdict(t, f"3-{task}", f"{fig}, {task}: every compact standard model 'remains inferior' to the positional "
+                 f"Transformer (best standard / positional median MSE at c = {cmax:g})", "> 1", r,
+                 asserted=cfg["scale"] == "ci")
+    if cfg["scale"] != "full":
+        for task, per in paper.FIG20_21_C10_MEDIANS.items():
+            t.not_run(f"P-{task}", f"paper scale, {'Fig. 20' if task == 'cumsum' else 'Fig. 21'}: median MSE at c = 10 "
+                      "of the standard model, 4 layers, hidden 2 / 4 / 8 / 16", paper=list(per[4].values()),
+                      command=full_command(SLUG), source="figure")
+    else:
+        for task, per in paper.FIG20_21_C10_MEDIANS.items():
+            if task in tasks and set(per[4]) <= set(hs) and 4 in Ls:
+                ours = [at(cfg, runs[name(4, h)][task]["test"], 10.0) for h in per[4]]
+                ok = all(abs(np.log10(o / p)) <= 1 for o, p in zip(ours, per[4].values()))
+                t.add(f"P-{task}", f"paper scale, {'Fig. 20' if task == 'cumsum' else 'Fig. 21'}: median MSE at c = 10, "
+                      "4 layers, hidden 2 / 4 / 8 / 16", paper=list(per[4].values()), ours=ours, holds=ok,
+                      tolerance="each within 10×", source="figure")
+    return t
+
+
+EXPERIMENTS = (Experiment(id=f"001-positional/{SLUG}", label="Figs. 20–21 (App. D.1.5)",
+                          title="Compact standard Transformers",
+                          params=PARAMS, presets=PRESETS, compute=compute,
+                          summary="Smaller or shallower standard Transformers do not close the OOD gap to the "
+                                  "positional Transformer."),)
