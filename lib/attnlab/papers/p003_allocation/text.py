@@ -205,3 +205,10 @@ def eval_windows(ids: np.ndarray, L: int, n: int) -> tuple[torch.Tensor, torch.T
     starts = np.linspace(0, len(ids) - L - 1, n).round().astype(np.int64)
     w = torch.from_numpy(np.stack([ids[s:s + L + 1] for s in starts]).astype(np.int64))
     return w[:, :-1], w[:, 1:]
+
+
+def fingerprint(ids: np.ndarray) -> str:
+    """The first 12 hex digits of the SHA-256 of a token stream (int64), for store keys."""
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(ids, dtype=np.int64).tobytes()).hexdigest()[:12]
