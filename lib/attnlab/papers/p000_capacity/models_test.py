@@ -61,3 +61,40 @@ def test_seed_data_streams_are_independent_of_sizes():
     assert np.array_equal(a["X"], b["X"]) and np.array_equal(a["perm"], b["perm"])
     assert np.array_equal(T.sample_contexts(a["perm"], 3, 8, 0.5, T.rng(0, "x")),
                           T.sample_contexts(b["perm"], 3, 8, 0.5, T.rng(0, "x")))
+
+
+def test_head_padded_model_equals_the_column_model():
+    """HeadPaddedQK (heads in slots) computes MaxOverHeadsQK's function on the same weights."""
+    d, specs = 6, [(1, 4), (2, 6), (3, 3), (2, 8)]
+    inits = [M.init_weights(d, h, D, 10, 0) for h, D in specs]
+    a = M.MaxOverHeadsQK(d, specs, inits).double()
+    b = M.HeadPaddedQK(d, specs, inits).double()
+    Xc = torch.randn(3, 5, d, dtype=torch.float64)
+    ref = a(Xc)
+    out = b(Xc[None].expand(len(specs), -1, -1, -1))
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=0)
+
+
+def test_grid_replica_alone_equals_replica_among_other_cells():
+    """A replica's trajectory does not depend on the other (m, d, seed) cells in its program."""
+    kw = dict(steps=60, lr=3e-3, check_every=20, n_val=20, n_test=30)
+    mine = {"m": 16, "d": 8, "h": 2, "D_K": 8, "seed": 0}
+    alone = M.train_grid([mine], **kw)[0]
+    others = [{"m": 32, "d": 16, "h": 4, "D_K": 16, "seed": 1}, {"m": 16, "d": 8, "h": 1, "D_K": 4, "seed": 0},
+              {"m": 24, "d": 4, "h": 2, "D_K": 6, "seed": 2}]
+    batch = M.train_grid(others[:2] + [mine] + others[2:], **kw)[2]
+    assert (batch["m"], batch["h"], batch["D_K"]) == (16, 2, 8)
+    assert abs(alone["tau"] - batch["tau"]) < 1e-5 and abs(alone["f1"] - batch["f1"]) < 1e-9
+    # and the same replica through train_seed (one cell, the column model) ends at the same tau
+    seed_run = M.train_seed(16, 8, [(2, 8)], 0, **kw)[0]
+    assert abs(seed_run["tau"] - alone["tau"]) < 1e-4
+
+
+def test_grid_cutoffs_and_freezing():
+    kw = dict(steps=100, lr=3e-3, check_every=10, patience=3, n_val=10, n_test=10)
+    runs = [{"m": 16, "d": 8, "h": 2, "D_K": 8, "seed": 1, "steps": 40}, {"m": 16, "d": 8, "h": 1, "D_K": 8, "seed": 1}]
+    out = M.train_grid(runs, **kw)
+    assert out[0]["steps"] == 40 and not out[0]["stopped"] and out[1]["steps"] == 100
+    stopped = M.train_grid(runs[1:], stop_f1=-1.0, **kw)[0]
+    assert stopped["stopped"] and stopped["steps"] == 30
+

@@ -63,7 +63,7 @@ def run(ctx: Context, keys: list[dict], max_replicas: int = 512) -> list[dict]:
     def train(group: list[int]):
         runs = [dict(keys[i]) for i in group]
         cap = max(r["steps"] for r in runs)
-        bar = tqdm(total=cap, desc=f"training {len(runs)} replicas", disable=not ctx.progress, mininterval=2.0)
+        bar = tqdm(total=cap, desc=f"training {len(runs)} replicas", disable=not ctx.progress, mininterval=5.0)
         out = models.train_grid(runs, steps=cap, lr=runs[0]["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO,
                                 alpha=paper.ALPHA, check_every=paper.CHECK_EVERY, patience=paper.PATIENCE,
                                 stop_f1=paper.STOP_F1, n_val=runs[0]["n_val"], n_test=runs[0]["n_test"],
