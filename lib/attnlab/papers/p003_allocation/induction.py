@@ -1,0 +1,327 @@
+"""Fig. 7 (App. E.1): the induction-head task and a replica-batched two-layer Transformer.
+
+The task (the paper gives only "sequences of length 128 with 10 unique tokens and embedded 5-token
+repeating patterns, 10,000 sequences, 80/20"; the generator and the target are ours):
+
+    tokens uniform on {0..V-1}; one pattern of P uniform tokens per sequence, written at `repeats`
+    non-overlapping places (one at a uniform offset inside each of `repeats` equal segments);
+    target at position t: the one-hot of token t+1 (next-token prediction), loss = MSE over
+    positions 0..L-2 and the V outputs (the paper reports a validation MSE).
+
+Only some next tokens are predictable: inside a repeated occurrence (the 2nd, 3rd, ...) of the
+pattern, the tokens after its first one follow from the earlier occurrence: that is what an
+induction head copies. `induction_mask` marks those positions; the accuracy there is the
+induction accuracy (chance: about 1/V).
+
+The model (per replica; replicas share d_model, L, V and the FFN width, differ in heads, seed and
+learning rate): learned token and position embeddings, `layers` pre-norm blocks
+h += W_O MHA(LN h) (causal, H heads of dimension d_model / H) and h += W_2 GELU(W_1 LN h), then a
+two-layer MLP output head W_b GELU(W_a LN h) -> R^V. Training: AdamW (core.train.MaskedAdam with
+decoupled weight decay), per-replica gradient clipping, cosine schedule.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+
+from attnlab.core.replica import ReplicaModule, replica_generator, uniform_init
+from attnlab.core.train import MaskedAdam
+
+
+@dataclass(frozen=True)
+class InductionTask:
+    """Vocabulary V, length L, pattern length P, occurrences per sequence, dataset size and split."""
+
+    V: int = 10
+    L: int = 128
+    P: int = 5
+    repeats: int = 2
+    n: int = 10000
+    train_frac: float = 0.8
+
+    def __post_init__(self):
+        if self.V < 2 or self.P < 2 or self.repeats < 2 or self.n < 2:
+            raise ValueError(f"InductionTask needs V, P, repeats, n >= 2; got {self}")
+        if self.L // self.repeats < self.P:
+            raise ValueError(f"InductionTask: {self.repeats} occurrences of {self.P} tokens do not fit in L = {self.L}")
+
+    @property
+    def n_train(self) -> int:
+        return int(round(self.n * self.train_frac))
+
+    def key(self) -> dict:
+        return {"task": "induction", **asdict(self)}
+
+
+def generate(task: InductionTask, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The dataset: tokens [n, L] (int64) and the start of each occurrence [n, repeats], from a
+    generator seeded by (task, seed) only; vectorised."""
+    gen = replica_generator(task.key(), seed)
+    n, L, P, r = task.n, task.L, task.P, task.repeats
+    x = torch.randint(0, task.V, (n, L), generator=gen)
+    pattern = torch.randint(0, task.V, (n, P), generator=gen)
+    seg = L // r
+    offs = torch.randint(0, seg - P + 1, (n, r), generator=gen)
+    starts = offs + torch.arange(r) * seg
+    rows = torch.arange(n)[:, None]
+    for j in range(P):
+        x[rows, starts + j] = pattern[:, j:j + 1].expand(n, r)
+    return x, starts
+
+
+def induction_mask(task: InductionTask, starts: torch.Tensor) -> torch.Tensor:
+    """[n, L - 1] bools: position t predicts token t + 1, which sits at offset 1..P-1 of a repeated
+    (not the first) occurrence."""
+    n = starts.shape[0]
+    m = torch.zeros(n, task.L - 1, dtype=torch.bool)
+    rows = torch.arange(n)[:, None]
+    for j in range(task.P - 1):  # t = start + j predicts start + j + 1
+        m[rows, starts[:, 1:] + j] = True
+    return m
+
+
+def targets(x: torch.Tensor, V: int, dtype=torch.float32) -> torch.Tensor:
+    """One-hot next tokens [n, L - 1, V]."""
+    return F.one_hot(x[:, 1:], V).to(dtype)
+
+
+@dataclass(frozen=True)
+class IHConfig:
+    """d_model, heads H (dividing d_model), blocks, FFN width, output-head width, seed."""
+
+    V: int
+    L: int
+    d_model: int
+    H: int
+    layers: int = 2
+    ffn: int = 0  # 0: 4 d_model
+    head_hidden: int = 0  # 0: d_model
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.d_model % self.H:
+            raise ValueError(f"IHConfig: H = {self.H} heads must divide d_model = {self.d_model}")
+
+    @property
+    def F(self) -> int:
+        return self.ffn or 4 * self.d_model
+
+    @property
+    def K(self) -> int:
+        return self.head_hidden or self.d_model
+
+    def seed_config(self) -> dict:
+        return {"model": "induction2", **{k: v for k, v in asdict(self).items() if k != "seed"}}
+
+
+def _ln(x, g, b, eps=1e-5):
+    mu = x.mean(-1, keepdim=True)
+    var = x.var(-1, unbiased=False, keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps) * g + b
+
+
+class ReplicaIH(ReplicaModule):
+    """R two-layer Transformers. forward(tokens [B, L] shared, or [R, B, L]) -> [R, B, L, V]."""
+
+    def __init__(self, configs: list[IHConfig], dtype=torch.float32, device="cpu"):
+        super().__init__(len(configs), dtype, device)
+        shared = {(c.V, c.L, c.d_model, c.layers, c.F, c.K) for c in configs}
+        if len(shared) != 1:
+            raise ValueError(f"replicas of one program must share V, L, d_model, layers, FFN and head widths; got {shared}")
+        self.configs = list(configs)
+        V, L, D, nl, Fw, K = next(iter(shared))
+        self.nl = nl
+        self.add("tok", (V, D))
+        self.add("pos", (L, D))
+        for l in range(nl):
+            for name, shape in [("ln1_g", (D,)), ("ln1_b", (D,)), ("W_in", (D, 3 * D)), ("b_in", (3 * D,)),
+                                ("W_o", (D, D)), ("b_o", (D,)), ("ln2_g", (D,)), ("ln2_b", (D,)), ("W_1", (D, Fw)),
+                                ("b_1", (Fw,)), ("W_2", (Fw, D)), ("b_2", (D,))]:
+                self.add(f"{name}{l}", shape)
+        for name, shape in [("lnf_g", (D,)), ("lnf_b", (D,)), ("W_a", (D, K)), ("b_a", (K,)), ("W_b", (K, V)), ("b_b", (V,))]:
+            self.add(name, shape)
+        self.groups = []
+        for H in sorted({c.H for c in configs}):
+            self.groups.append((H, torch.tensor([r for r, c in enumerate(configs) if c.H == H], device=self.device)))
+        self.register_buffer("unpermute", torch.argsort(torch.cat([i for _, i in self.groups])))
+        for r, c in enumerate(configs):
+            self.init_replica(r, c)
+
+    def init_replica(self, r: int, c: IHConfig) -> None:
+        """Embeddings N(0, 0.02^2) (GPT-2 style); Linear weights U(+-1/sqrt(fan_in)), biases 0; LN 1, 0.
+        Drawn from (config, seed) alone."""
+        gen = replica_generator(c.seed_config(), c.seed)
+        D, Fw, K, V, L = c.d_model, c.F, c.K, c.V, c.L
+        self.place("tok", r, torch.randn((V, D), generator=gen, dtype=torch.float64) * 0.02)
+        self.place("pos", r, torch.randn((L, D), generator=gen, dtype=torch.float64) * 0.02)
+        z, o = (lambda n: torch.zeros(n, dtype=torch.float64)), (lambda n: torch.ones(n, dtype=torch.float64))
+        for l in range(c.layers):
+            self.place(f"ln1_g{l}", r, o(D))
+            self.place(f"ln1_b{l}", r, z(D))
+            self.place(f"W_in{l}", r, uniform_init(gen, (D, 3 * D), D))
+            self.place(f"b_in{l}", r, z(3 * D))
+            self.place(f"W_o{l}", r, uniform_init(gen, (D, D), D))
+            self.place(f"b_o{l}", r, z(D))
+            self.place(f"ln2_g{l}", r, o(D))
+            self.place(f"ln2_b{l}", r, z(D))
+            self.place(f"W_1{l}", r, uniform_init(gen, (D, Fw), D))
+            self.place(f"b_1{l}", r, z(Fw))
+            self.place(f"W_2{l}", r, uniform_init(gen, (Fw, D), Fw))
+            self.place(f"b_2{l}", r, z(D))
+        self.place("lnf_g", r, o(D))
+        self.place("lnf_b", r, z(D))
+        self.place("W_a", r, uniform_init(gen, (D, K), D))
+        self.place("b_a", r, z(K))
+        self.place("W_b", r, uniform_init(gen, (K, V), K))
+        self.place("b_b", r, z(V))
+
+    def _lin(self, x, name_w, name_b):
+        R, B, L, i = x.shape
+        return (torch.bmm(x.reshape(R, B * L, i), self.w(name_w)) + self.w(name_b).unsqueeze(1)).view(R, B, L, -1)
+
+    def _norm(self, x, g, b):
+        R = x.shape[0]
+        return _ln(x, self.w(g).view(R, 1, 1, -1), self.w(b).view(R, 1, 1, -1))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        R = self.R
+        if tokens.dim() == 2:
+            tokens = tokens.expand(R, -1, -1)
+        _, B, L = tokens.shape
+        tok = self.w("tok")
+        h = torch.gather(tok, 1, tokens.reshape(R, B * L, 1).expand(-1, -1, tok.shape[-1])).view(R, B, L, -1)
+        h = h + self.w("pos")[:, None, :L]
+        D = h.shape[-1]
+        for l in range(self.nl):
+            a = self._norm(h, f"ln1_g{l}", f"ln1_b{l}")
+            q, k, v = self._lin(a, f"W_in{l}", f"b_in{l}").chunk(3, dim=-1)
+            outs = []
+            for H, idx in self.groups:
+                K = D // H
+
+                def split(t):
+                    return t.index_select(0, idx).reshape(len(idx) * B, L, H, K).transpose(1, 2)
+
+                o = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=True)
+                outs.append(o.transpose(1, 2).reshape(len(idx), B, L, D))
+            o = torch.cat(outs, 0).index_select(0, self.unpermute)
+            h = h + self._lin(o, f"W_o{l}", f"b_o{l}")
+            f = self._norm(h, f"ln2_g{l}", f"ln2_b{l}")
+            h = h + self._lin(F.gelu(self._lin(f, f"W_1{l}", f"b_1{l}")), f"W_2{l}", f"b_2{l}")
+        f = self._norm(h, "lnf_g", "lnf_b")
+        return self._lin(F.gelu(self._lin(f, "W_a", "b_a")), "W_b", "b_b")
+
+
+def cosine(step: int, steps: int) -> float:
+    """Cosine decay from 1 to 0 over `steps`."""
+    return 0.5 * (1 + math.cos(math.pi * step / max(1, steps)))
+
+
+def clip_per_replica(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """Scale each replica's gradient (over all parameters) to norm <= max_norm; returns the norms [R]."""
+    sq = sum(p.grad.flatten(1).pow(2).sum(1) for p in params)
+    norm = sq.sqrt()
+    scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
+    for p in params:
+        p.grad.mul_(scale.view((-1,) + (1,) * (p.dim() - 1)))
+    return norm
+
+
+def evaluate(model: ReplicaIH, x: torch.Tensor, mask: torch.Tensor, V: int, chunk: int = 256) -> dict[str, torch.Tensor]:
+    """Per replica: MSE over (positions 0..L-2, V outputs), and the argmax accuracy on all positions
+    and on the induction positions (`mask`)."""
+    R = model.R
+    se = torch.zeros(R, dtype=torch.float64)
+    hit_all = torch.zeros(R, dtype=torch.float64)
+    hit_ind = torch.zeros(R, dtype=torch.float64)
+    with torch.no_grad():
+        for i in range(0, len(x), chunk):
+            xb, mb = x[i:i + chunk], mask[i:i + chunk]
+            out = model(xb[:, :-1])
+            y = targets(xb, V, out.dtype)
+            se += ((out - y) ** 2).sum(dim=(1, 2, 3)).double()
+            hit = (out.argmax(-1) == xb[:, 1:]).double()
+            hit_all += hit.sum(dim=(1, 2))
+            hit_ind += (hit * mb).sum(dim=(1, 2))
+    n = len(x)
+    return {"mse": se / (n * (x.shape[1] - 1) * V), "acc": hit_all / (n * (x.shape[1] - 1)),
+            "ind_acc": hit_ind / mask.sum().clamp(min=1)}
+
+
+def unit_key(task: InductionTask, cfg: IHConfig, lr: float, wd: float, epochs: int, batch: int, clip: float) -> dict:
+    """The store key of one trained replica."""
+    return {"what": "induction-2layer", **task.key(), "model": asdict(cfg), "lr": lr, "wd": wd, "epochs": epochs,
+            "batch": batch, "clip": clip}
+
+
+def train(task: InductionTask, configs: list[IHConfig], lrs: list[float], wd: float, epochs: int, batch: int,
+          clip: float = 1.0, device="cpu", dtype=torch.float32, progress=None, evals: int = 5) -> Iterator[tuple[int, dict, float]]:
+    """Train the replicas (configs[i] with learning rate lrs[i]) together on the task's training
+    split, every replica on its own seed's shuffling; yields (i, result, seconds) per replica at
+    the end. result: final validation MSE, accuracy and induction accuracy, the untrained
+    validation MSE, the curve [[epoch, train MSE (mean over the epoch), val MSE, val induction
+    accuracy]] at `evals` evenly spaced epochs, and the best validation MSE among them."""
+    start = time.perf_counter()
+    x, starts = generate(task)
+    mask = induction_mask(task, starts)
+    nt = task.n_train
+    xt, xv, mv = x[:nt].to(device), x[nt:].to(device), mask[nt:].to(device)
+    model = ReplicaIH(configs, dtype=dtype, device=device)
+    params = list(model.parameters())
+    opt = MaskedAdam(params)
+    R = len(configs)
+    active = torch.ones(R, dtype=torch.bool, device=device)
+    base = torch.tensor(lrs, dtype=dtype, device=device)
+    seeds = sorted({c.seed for c in configs})
+    pick = torch.tensor([seeds.index(c.seed) for c in configs], device=device)
+    gens = {s: replica_generator({**task.key(), "shuffle": True}, s) for s in seeds}
+    per_epoch = max(1, nt // batch)
+    steps = epochs * per_epoch
+    at = sorted({max(1, round(epochs * (i + 1) / evals)) for i in range(evals)})
+    untrained = evaluate(model, xv, mv, task.V)["mse"]
+    curve, step = [], 0
+    bar = range(epochs) if progress is None else progress(range(epochs))
+    for epoch in bar:
+        perms = torch.stack([torch.randperm(nt, generator=gens[s])[: per_epoch * batch] for s in seeds]).to(device)
+        perms = perms.index_select(0, pick)  # [R, per_epoch * batch]
+        run = torch.zeros(R, dtype=torch.float64)
+        for b in range(per_epoch):
+            idx = perms[:, b * batch:(b + 1) * batch]
+            xb = xt[idx]  # [R, batch, L]
+            out = model(xb[..., :-1])
+            y = F.one_hot(xb[..., 1:], task.V).to(out.dtype)
+            loss = ((out - y) ** 2).mean(dim=(1, 2, 3))
+            for p in params:
+                p.grad = None
+            loss.sum().backward()
+            if clip > 0:
+                clip_per_replica(params, clip)
+            lr = base * cosine(step, steps)
+            if wd > 0:
+                with torch.no_grad():
+                    for p in params:
+                        p.mul_((1 - lr * wd).view((-1,) + (1,) * (p.dim() - 1)))
+            opt.step(lr, active)
+            run += loss.detach().double().cpu()
+            step += 1
+        if epoch + 1 in at:
+            ev = evaluate(model, xv, mv, task.V)
+            curve.append([epoch + 1, (run / per_epoch).tolist(), ev["mse"].tolist(), ev["ind_acc"].tolist()])
+    final = evaluate(model, xv, mv, task.V)
+    seconds = (time.perf_counter() - start) / R
+    for r in range(R):
+        rows = [[c[0], c[1][r], c[2][r], c[3][r]] for c in curve]
+        yield r, {"val_mse": float(final["mse"][r]), "val_acc": float(final["acc"][r]),
+                  "ind_acc": float(final["ind_acc"][r]), "untrained_mse": float(untrained[r]),
+                  "best_val_mse": min([float(final["mse"][r])] + [c[2] for c in rows]), "curve": rows}, seconds
+
+
+def chance_mse(V: int) -> float:
+    """The MSE of the constant prediction 1/V against a one-hot target: (1/V)(1 - 1/V)."""
+    return (1 / V) * (1 - 1 / V)

@@ -1,0 +1,134 @@
+"""Fig. 7 (App. E.1): the induction-head task learned by two-layer Transformers at a fixed model
+width d_model, against the number of heads (head dimension d_model / H). The paper's claim is
+qualitative ("how the number of heads influences the ability of the model to capture the
+Induction Head mechanism"; the title says "trade-off"). Its generator and target are unspecified;
+ours are in `induction.py`. Every (heads, learning rate, seed) trains as one replica of one
+tensor program."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnlab.core.claims import ClaimsTable
+from attnlab.core.experiment import Context, Experiment
+from attnlab.core.params import Param, ParameterError
+from attnlab.core.progress import tqdm
+from attnlab.papers.p003_allocation import induction as I
+
+PARAMS = (
+    Param("V", "int", "vocabulary size (the paper: 10 unique tokens)", min=2, max=1000),
+    Param("L", "int", "sequence length (the paper: 128)", min=4, max=4096),
+    Param("P", "int", "pattern length (the paper: 5)", min=2, max=512),
+    Param("repeats", "int", "occurrences of the pattern per sequence (not stated; ours)", min=2, max=64),
+    Param("n", "int", "sequences, split 80/20 train/validation (the paper: 10,000)", min=10, max=1_000_000),
+    Param("d_model", "int", "model width (the paper: 256)", min=2, max=4096),
+    Param("heads", "int_list", "head counts H, each dividing d_model (the paper: 1..32)", min=1, max=4096),
+    Param("epochs", "int", "training epochs (the paper: 500)", min=1, max=100000),
+    Param("batch", "int", "sequences per step (not stated; ours)", min=1, max=65536),
+    Param("lrs", "float_list", "AdamW learning rates (the paper: 1e-3, 5e-4, 1e-4); the best is kept", min=1e-6, max=1.0),
+    Param("wd", "float", "AdamW weight decay (the paper: 1e-4)", min=0.0, max=1.0),
+    Param("clip", "float", "per-model gradient-norm clip (the paper: 1.0; 0 = off)", min=0.0, max=100.0),
+    Param("seeds", "int", "number of seeds (a count; the paper: 3); the best is kept", min=1, max=20),
+    Param("chunk", "int", "replicas per tensor program (memory)", min=1, max=10000),
+)
+PRESETS = {
+    "ci": {"V": 10, "L": 32, "P": 5, "repeats": 2, "n": 1000, "d_model": 32, "heads": [1, 4, 16], "epochs": 4,
+           "batch": 32, "lrs": [1e-3], "wd": 1e-4, "clip": 1.0, "seeds": 1, "chunk": 64},
+    "medium": {"V": 10, "L": 128, "P": 5, "repeats": 2, "n": 10000, "d_model": 256, "heads": [1, 2, 4, 8, 16, 32],
+               "epochs": 100, "batch": 64, "lrs": [1e-3], "wd": 1e-4, "clip": 1.0, "seeds": 1, "chunk": 6},
+    "full": {"V": 10, "L": 128, "P": 5, "repeats": 2, "n": 10000, "d_model": 256, "heads": [1, 2, 4, 8, 16, 32],
+             "epochs": 500, "batch": 64, "lrs": [1e-3, 5e-4, 1e-4], "wd": 1e-4, "clip": 1.0, "seeds": 3, "chunk": 18},
+}
+
+
+def compute(ctx: Context) -> dict:
+    """Trains one two-layer model per (H, lr, seed) (stored per replica, resumable). Result: `runs`
+    (H, lr, seed, final / best validation MSE, accuracies, curve), `best` (H -> best validation MSE
+    over lr x seed), `ind_acc` (H -> induction accuracy of that best run), `task` facts."""
+    cfg = ctx.config
+    bad = [h for h in cfg["heads"] if cfg["d_model"] % h]
+    if bad:
+        raise ParameterError(f"parameter 'heads': value {cfg['heads']} is not allowed; every H must divide d_model = "
+                             f"{cfg['d_model']} (not {bad})")
+    try:
+        task = I.InductionTask(V=cfg["V"], L=cfg["L"], P=cfg["P"], repeats=cfg["repeats"], n=cfg["n"])
+    except ValueError as e:
+        raise ParameterError(f"parameters 'L', 'P', 'repeats': {e}") from None
+    if task.n_train < cfg["batch"]:
+        raise ParameterError(f"parameter 'batch': value {cfg['batch']} is not allowed; at most the {task.n_train} "
+                             "training sequences")
+    combos = [(h, lr, s) for h in cfg["heads"] for lr in cfg["lrs"] for s in range(cfg["seeds"])]
+    models = [I.IHConfig(cfg["V"], cfg["L"] - 1, cfg["d_model"], h, seed=s) for h, _, s in combos]
+    keys = [I.unit_key(task, m, lr, cfg["wd"], cfg["epochs"], cfg["batch"], cfg["clip"])
+            for m, (_, lr, _) in zip(models, combos)]
+    bar = (lambda it: tqdm(it, desc="epochs", leave=False)) if ctx.progress else None
+
+    def fn(missing):
+        for i0 in range(0, len(missing), cfg["chunk"]):
+            part = missing[i0:i0 + cfg["chunk"]]
+            for j, res, sec in I.train(task, [models[i] for i in part], [combos[i][1] for i in part], cfg["wd"],
+                                       cfg["epochs"], cfg["batch"], cfg["clip"], device=ctx.device, progress=bar):
+                yield part[j], res, sec
+
+    out = ctx.units(keys, fn)
+    runs = [{"H": h, "lr": lr, "seed": s, **o} for (h, lr, s), o in zip(combos, out)]
+    best, ind = {}, {}
+    for h in cfg["heads"]:
+        r = min((r for r in runs if r["H"] == h), key=lambda r: r["best_val_mse"])
+        best[str(h)], ind[str(h)] = r["best_val_mse"], r["ind_acc"]
+    x, starts = I.generate(task)
+    ok = _check_task(task, x, starts)
+    return {"config": cfg, "runs": runs, "best": best, "ind_acc": ind, "chance_mse": I.chance_mse(cfg["V"]),
+            "task_ok": ok, "n_val": task.n - task.n_train,
+            "induction_positions": int(I.induction_mask(task, starts)[task.n_train:].sum())}
+
+
+def _check_task(task: I.InductionTask, x, starts) -> bool:
+    """Every occurrence of a sequence holds the same P tokens, and occurrences do not overlap."""
+    import torch
+
+    occ = torch.stack([x.gather(1, starts[:, j:j + 1] + torch.arange(task.P)) for j in range(task.repeats)], 1)
+    same = bool((occ == occ[:, :1]).all())
+    apart = bool((starts.diff(dim=1) >= task.P).all()) and bool((starts[:, -1] + task.P <= task.L).all())
+    return same and apart
+
+
+def claims(result: dict) -> ClaimsTable:
+    cfg = result["config"]
+    t = ClaimsTable()
+    n_ind = result["n_val"] * (cfg["repeats"] - 1) * (cfg["P"] - 1)
+    t.consistency("1", "the task: every sequence repeats its pattern at the recorded places (no overlap); induction "
+                  "positions in the validation split = n_val (repeats - 1)(P - 1)", expected=n_ind,
+                  ours=result["induction_positions"] if result["task_ok"] else "broken",
+                  holds=result["task_ok"] and result["induction_positions"] == n_ind, asserted=True)
+    falls = all(r["val_mse"] < r["untrained_mse"] for r in result["runs"])
+    worst = max(r["val_mse"] / r["untrained_mse"] for r in result["runs"])
+    t.consistency("2", "training runs: every model's validation MSE falls below its untrained value (largest ratio)",
+                  expected="< 1", ours=round(worst, 3), holds=falls, tolerance="final < untrained", asserted=True)
+    H = cfg["heads"]
+    best = np.array([result["best"][str(h)] for h in H])
+    acc = np.array([result["ind_acc"][str(h)] for h in H])
+    chance = result["chance_mse"]
+    learned = bool(best.min() < 0.9 * chance)
+    ours = ", ".join(f"H={h}: {b:.4f}" for h, b in zip(H, best))
+    if learned and len(H) >= 3:
+        i = int(np.argmin(best))
+        t.add("3", "Fig. 7: a trade-off over the number of heads (best validation MSE lowest at an interior H)",
+              paper="trade-off", ours=ours, holds=0 < i < len(H) - 1, tolerance="interior argmin", source="figure")
+    else:
+        t.inconclusive("3", "Fig. 7: the number of heads changes how well the induction head is learned (a trade-off)",
+                       paper="trade-off", ours=ours,
+                       why=f"no model beats the constant 1/V prediction (MSE {chance:.3f}) by 10%: no induction learned "
+                           f"at {cfg['epochs']} epochs of {cfg['n']} sequences", source="figure")
+    t.inconclusive("4", "induction accuracy (argmax next token inside a repeated pattern) against chance 1/V",
+                   paper="–", ours=", ".join(f"H={h}: {a:.2f}" for h, a in zip(H, acc)),
+                   why=f"chance is {1 / cfg['V']:.2f}; the paper gives no accuracy", source="")
+    t.not_run("5", "Fig. 7 at the paper's protocol: L = 128, d_model = 256, H = 1..32, 500 epochs of 8,000 sequences, "
+              "3 learning rates x 3 seeds", paper="trade-off",
+              command="attnlab run 003-allocation/fig7-induction-heads --scale full --headless", source="figure")
+    return t
+
+
+EXPERIMENTS = (Experiment(id="003-allocation/fig7-induction-heads", label="Fig. 7 (App. E.1)",
+                          title="The induction-head task against the number of heads at a fixed width",
+                          params=PARAMS, presets=PRESETS, compute=compute),)
