@@ -24,4 +24,5 @@ BOOK_ORDER: tuple[str, ...] = (
     "ablations",  # App. D.1.7, Figs. 25-26
     "k-hop",  # §7.1, §7.2, App. D.2, Figs. 3, 5, 29, 30
     "gnn-baselines",  # App. D.1.9, Table 2
+    "accuracy-metrics",  # App. D.1.10, Figs. 27-28
 )
