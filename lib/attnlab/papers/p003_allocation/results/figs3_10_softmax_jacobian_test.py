@@ -31,3 +31,32 @@ def test_small_run_on_minilm(tmp_path):
     assert again["meta"]["computed"] == 0 and again["rows"] == r["rows"]
     with pytest.raises(ParameterError, match="512"):
         EXP.run(EXP.config("ci", lengths=[600], sequences=1, corpus_chars=40_000), store_root=tmp_path, progress=False)
+
+
+def test_the_real_loader_path_on_a_tiny_local_llama(tmp_path, monkeypatch):
+    """model="tinyllama" end to end: a tiny random Llama (RoPE, 4 query heads on 2 K/V heads) saved
+    where find_local looks, with a word-level tokenizer; the chapter's extraction must reproduce the
+    model's own attention."""
+    import torch
+    import transformers as tf
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    torch.manual_seed(0)
+    words = ["<unk>", "<pad>", "the", "a", "of", "to", "is", "and", "in", "return", "if", "for"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    llama = tf.LlamaForCausalLM(tf.LlamaConfig(vocab_size=len(words), hidden_size=32, intermediate_size=48,
+                                               num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                               max_position_embeddings=64, attn_implementation="eager"))
+    path = tmp_path / "models" / "TinyLlama-1.1B"
+    llama.save_pretrained(path)
+    tf.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>").save_pretrained(path)
+    monkeypatch.setenv("ATTNLAB_MODELS", str(tmp_path / "models"))
+    cfg = EXP.config("ci", model="tinyllama", head=3, lengths=[4, 16, 64], sequences=2, corpus_chars=40_000)
+    r = EXP.run(cfg, store_root=tmp_path / "store", progress=False)
+    assert r["model"]["causal"] and r["model"]["position"] == "RoPE" and not r["model"]["substitute"]
+    assert max(row["check"] for row in r["rows"]) < 1e-5
+    assert r["rows"][0]["middle_n"] == 3 and r["rows"][-1]["last_n"] == 64  # causal: query i sees i + 1 keys
+    with pytest.raises(ParameterError, match="64"):
+        EXP.run(EXP.config("ci", model="tinyllama", lengths=[128], sequences=1, corpus_chars=40_000),
+                store_root=tmp_path / "store", progress=False)
