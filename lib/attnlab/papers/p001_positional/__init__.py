@@ -22,6 +22,7 @@ BOOK_ORDER: tuple[str, ...] = (
     "positional-encodings",  # App. D.1.6, Figs. 22-24
     "compact-standard",  # App. D.1.5, Figs. 20-21
     "ablations",  # App. D.1.7, Figs. 25-26
+    "finetune-values",  # App. D.1.8, Table 1
     "k-hop",  # §7.1, §7.2, App. D.2, Figs. 3, 5, 29, 30
     "gnn-baselines",  # App. D.1.9, Table 2
     "accuracy-metrics",  # App. D.1.10, Figs. 27-28
