@@ -24,6 +24,7 @@ BOOK_ORDER: tuple[str, ...] = (
     "general-graphs",            # App. B.4
     "fig1-f1-vs-dk",             # §6, Figs. 1 and 9 (trained)
     "capacity-law",              # §6.1, Figs. 2, 3, 8, 10, Tables 1-2 (refits + trained mini-sweep)
+    "fixed-compression",         # §6.1, Fig. 4 (the lambda = 8 diagonal)
     "fig5-softmax",              # §7.1, Fig. 5 (softmax variant, trained)
     "fig6-value-channel",        # §7.2, Fig. 6 (value channel, trained)
     "footprint",                 # App. C

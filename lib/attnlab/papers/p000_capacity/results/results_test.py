@@ -26,6 +26,8 @@ TINY = {
     "footprint": {"ell": 8, "d_model": 8, "D_K": 8, "heads": [1, 2], "repeats": 1, "m": 32},
     "capacity-law": {"cells": [[16, 8]], "heads": [1, 2], "dks": [4, 8], "window_lo": 0.1, "window_hi": 2.0,
                      "seeds": 1, "steps": 20, "n_val": 10, "n_test": 10},
+    "fixed-compression": {"ms": [16, 32], "lam": 4, "heads": [1, 2], "dks": [4, 8], "window_lo": 0.1,
+                          "window_hi": 2.0, "seeds": 1, "steps": 20, "n_val": 10, "n_test": 10},
     "fig5-softmax": {"panels": [[32, 8]], "heads": [1, 2], "dks": [4], "compare_heads": [2], "seeds": 1, "steps": 20,
                      "n_test": 10},
     "fig6-value-channel": {"m": 24, "d_models": [8, 16], "heads": [1, 2], "dks": [4], "d_msg": 4, "seeds": 1,
@@ -44,6 +46,7 @@ BAD = {  # one value per chapter that must be rejected, naming the parameter
     "fig5-softmax": ("panels", [[8, 16]]),
     "fig6-value-channel": ("d_models", [32]),
     "capacity-law": ("cells", [[8, 16]]),
+    "fixed-compression": ("ms", [30]),
 }
 
 
