@@ -120,3 +120,10 @@ VARIABLE_MAX_LENGTH = 8
 VARIABLE_TRAIN_SAMPLES = 500_000
 VARIABLE_TEST_SAMPLES = 3000
 VARIABLE_BATCH, VARIABLE_LR = 2048, 1e-4  # the authors' code
+
+# App. D.3 (mixed-type inputs, chapter mixed-type): n = 8 categories, k = 4 queried, m = 2 irrelevant
+# items; ids 1-20 (train) / 21-40 (test); values [0, 5] / [0, 5c], c = 1..10; 3 layers, 2 heads,
+# embedding 32; Adam 5e-4 with a scheduler, 2000 epochs, 50,000 samples, batch 1024. The sample
+# sweep of Figs. 31-33 (not printed in the paper; the authors' parameter files): 20k, 35k, 50k, 75k, 100k.
+MIXED_N, MIXED_K, MIXED_M = 8, 4, 2
+MIXED_SAMPLES_FULL = (20_000, 35_000, 50_000, 75_000, 100_000)
