@@ -63,33 +63,41 @@ class FitLog:
     seconds: float
 
 
-def fit(params: list[torch.Tensor], loss_at: Callable[[int], torch.Tensor], steps: int, lr: float, *,
+def fit(params, loss_at: Callable[[int], torch.Tensor], steps: int, lr: float, *,
         validate: Callable[[], torch.Tensor] | None = None, rule=None, check_every: int = 500,
         weight_decay: float = 0.0, progress=None) -> FitLog:
     """Minimise `loss_at(step)` ([R], one loss per replica; their sum is backpropagated, so each
     replica gets exactly its own gradient) with Adam(W) at learning rate `lr` for `steps` steps.
-    Every `check_every` steps `validate()` ([R] scores) feeds `rule`, which freezes replicas."""
-    R = params[0].shape[0]
-    dev = params[0].device
-    opt = MaskedAdam(params)
+    Every `check_every` steps `validate()` ([R] scores) feeds `rule`, which freezes replicas.
+    `params`: a list of parameters with a leading replica axis R, or a list of such lists (groups
+    of R_1, R_2, ... replicas, one optimiser each; losses and scores concatenated in group order)."""
+    groups = params if isinstance(params[0], (list, tuple)) else [params]
+    sizes = [g[0].shape[0] for g in groups]
+    R = sum(sizes)
+    dev = groups[0][0].device
+    dtype = groups[0][0].dtype
+    opts = [MaskedAdam(g) for g in groups]
+    bounds = [(sum(sizes[:i]), sum(sizes[:i + 1])) for i in range(len(sizes))]
     active = torch.ones(R, dtype=torch.bool, device=dev)
     trained = torch.zeros(R, dtype=torch.long, device=dev)
     if rule is not None:
         rule.start(R, dev)
-    lr_vec = torch.full((R,), lr, dtype=params[0].dtype, device=dev)
+    lr_vec = torch.full((R,), lr, dtype=dtype, device=dev)
     loss = torch.zeros(R, device=dev)
     start = time.perf_counter()
     for step in range(steps):
         loss = loss_at(step)
-        for p in params:
-            p.grad = None
+        for g in groups:
+            for p in g:
+                p.grad = None
         loss.sum().backward()
-        if weight_decay:
-            with torch.no_grad():
-                keep = 1 - lr * weight_decay * active.to(params[0].dtype)
-                for p in params:
-                    p.mul_(keep.view((-1,) + (1,) * (p.dim() - 1)))
-        opt.step(lr_vec, active)
+        for g, opt, (a, b) in zip(groups, opts, bounds):
+            if weight_decay:
+                with torch.no_grad():
+                    keep = 1 - lr * weight_decay * active[a:b].to(dtype)
+                    for p in g:
+                        p.mul_(keep.view((-1,) + (1,) * (p.dim() - 1)))
+            opt.step(lr_vec[a:b], active[a:b])
         trained += active
         if progress is not None:
             progress.update(1)

@@ -32,6 +32,8 @@ TINY = {
                      "n_test": 10},
     "fig6-value-channel": {"m": 24, "d_models": [8, 16], "heads": [1, 2], "dks": [4], "d_msg": 4, "seeds": 1,
                            "steps": 20, "n_test": 10},
+    "figs11-13-regular-graphs": {"m": 24, "d_model": 8, "degrees": [1, 2], "heads": [1, 2], "dk_factors": [4],
+                                 "seeds": 1, "steps": 20, "n_test": 10},
 }
 BAD = {  # one value per chapter that must be rejected, naming the parameter
     "construction-one-hot": ("trials", 0),
@@ -45,6 +47,7 @@ BAD = {  # one value per chapter that must be rejected, naming the parameter
     "fig1-f1-vs-dk": ("lr", 5.0),
     "fig5-softmax": ("panels", [[8, 16]]),
     "fig6-value-channel": ("d_models", [32]),
+    "figs11-13-regular-graphs": ("degrees", [12]),
     "capacity-law": ("cells", [[8, 16]]),
     "fixed-compression": ("ms", [30]),
 }
