@@ -37,6 +37,16 @@ TRAIN_PARAMS = (
     Param("test_samples", "int", "test lists per scale (the paper: 1,000)", min=10, max=100000),
 )
 
+# how long programs run (operational: they may differ from the preset): paper-scale programs save a
+# checkpoint every `checkpoint_every` steps and stop after `time_limit` minutes; a rerun resumes
+OPERATIONAL_PARAMS = (
+    Param("checkpoint_every", "int", "steps between checkpoints of a program (0 = none)", min=0, max=10_000_000),
+    Param("time_limit", "float", "minutes after which a run stops at a checkpoint (0 = no limit; rerun resumes)",
+          min=0.0, max=10_000.0),
+)
+CI_OPS = dict(checkpoint_every=0, time_limit=0.0)
+FULL_OPS = dict(checkpoint_every=6000, time_limit=7.0)
+
 # the paper's protocol (§7, App. D.1.1; batch and scheduler from the authors' code)
 FULL = dict(n=8, seeds=10, samples=30000, steps=None, epochs=2000, batch=1000, lr=5e-4, scheduler="plateau",
             embed=64, hidden=64, c_list=[float(c) for c in range(1, 11)], test_samples=1000)

@@ -9,15 +9,17 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from ..models import ABLATIONS
-from ..variant_runs import CI, FULL, TRAIN_PARAMS, at, full_command, run_variants, task_list
+from ..variant_runs import (
+    CI, CI_OPS, FULL, FULL_OPS, OPERATIONAL_PARAMS, TRAIN_PARAMS, at, full_command, run_variants, task_list,
+)
 
 SLUG = "ablations"
 PARAMS = TRAIN_PARAMS + (
     Param("smoke", "str", "tasks run as a smoke test only (`smoke_steps` steps, no verdict); '' for none"),
     Param("smoke_steps", "int", "Adam steps of the smoke tasks", min=1, max=100000, nullable=True),
-)
-PRESETS = {"ci": {**CI, "tasks": "cumsum", "smoke": "sort", "smoke_steps": 40},
-           "full": {**FULL, "tasks": "cumsum,sort", "smoke": "", "smoke_steps": None}}
+) + OPERATIONAL_PARAMS
+PRESETS = {"ci": {**CI, **CI_OPS, "tasks": "cumsum", "smoke": "sort", "smoke_steps": 40},
+           "full": {**FULL, **FULL_OPS, "tasks": "cumsum,sort", "smoke": "", "smoke_steps": None}}
 VARIANTS = {str(v): opts for v, (_, opts) in ABLATIONS.items()}
 NAMES = {str(v): name for v, (name, _) in ABLATIONS.items()}
 # which of D.1.7's three design rules each variant breaks (variant 3 is the positional Transformer)

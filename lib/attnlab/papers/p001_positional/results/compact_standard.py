@@ -11,7 +11,9 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from .. import paper
-from ..variant_runs import CI, FULL, TRAIN_PARAMS, at, full_command, run_variants, task_list
+from ..variant_runs import (
+    CI, CI_OPS, FULL, FULL_OPS, OPERATIONAL_PARAMS, TRAIN_PARAMS, at, full_command, run_variants, task_list,
+)
 
 SLUG = "compact-standard"
 PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "hidden") + (
@@ -19,9 +21,9 @@ PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "hidden") + (
     Param("hidden_list", "int_list", "MLP hidden widths of the standard models (the authors' code: 2, 4, 8, 16)",
           min=1, max=1024),
     Param("layers_list", "int_list", "depths of the standard models (the paper: log n + 1 = 4, and 1)", min=1, max=16),
-)
-PRESETS = {"ci": {**CI, "tasks": "cumsum,cummin", "hidden_list": [2, 16], "layers_list": [3, 1]},
-           "full": {**FULL, "tasks": "cumsum,cummin", "hidden_list": list(paper.COMPACT_HIDDEN), "layers_list": [4, 1]}}
+) + OPERATIONAL_PARAMS
+PRESETS = {"ci": {**CI, **CI_OPS, "tasks": "cumsum,cummin", "hidden_list": [2, 16], "layers_list": [3, 1]},
+           "full": {**FULL, **FULL_OPS, "tasks": "cumsum,cummin", "hidden_list": list(paper.COMPACT_HIDDEN), "layers_list": [4, 1]}}
 SEPARATES = 3.0  # a ratio beyond 3× either way is a direction; inside it, inconclusive
 
 

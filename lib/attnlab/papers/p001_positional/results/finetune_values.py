@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from attnlab.core.claims import ClaimsTable
-from attnlab.core.experiment import Context, Experiment
+from attnlab.core.experiment import OPERATIONAL, Context, Experiment
 from attnlab.core.hashing import derive_seed, stable_hash
 from attnlab.core.params import Param, ParameterError
 
@@ -19,7 +19,9 @@ from .. import paper
 from ..models import ModelConfig, Transformer
 from ..sweeps import mse, test_lists, train, train_lists
 from ..tasks import sample_lists
-from ..variant_runs import CI, FULL, TRAIN_PARAMS, full_command, task_list
+from ..variant_runs import (
+    CI, CI_OPS, FULL, FULL_OPS, OPERATIONAL_PARAMS, TRAIN_PARAMS, full_command, task_list,
+)
 
 SLUG = "finetune-values"
 PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "c_list") + (
@@ -28,13 +30,13 @@ PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "c_list") + (
     Param("ft_steps", "int", "fine-tuning Adam steps (CI); null: `ft_epochs`", min=1, max=1_000_000, nullable=True),
     Param("ft_epochs", "int", "fine-tuning epochs (the paper: 20); null: `ft_steps`", min=1, max=1000, nullable=True),
     Param("ft_lr", "float", "fine-tuning Adam learning rate (constant; the paper does not say)", min=1e-6, max=1.0),
-)
+) + OPERATIONAL_PARAMS
 _CI = {k: v for k, v in CI.items() if k != "c_list"}
 _FULL = {k: v for k, v in FULL.items() if k != "c_list"}
 PRESETS = {
-    "ci": {**_CI, "tasks": "cumsum,cummin", "scale_ft": 10.0, "ft_samples": 2048, "ft_steps": 100, "ft_epochs": None,
+    "ci": {**_CI, **CI_OPS, "tasks": "cumsum,cummin", "scale_ft": 10.0, "ft_samples": 2048, "ft_steps": 100, "ft_epochs": None,
            "ft_lr": 1e-3},
-    "full": {**_FULL, "tasks": "cumsum,cummin,sort", "scale_ft": 10.0, "ft_samples": 30000, "ft_steps": None,
+    "full": {**_FULL, **FULL_OPS, "tasks": "cumsum,cummin,sort", "scale_ft": 10.0, "ft_samples": 30000, "ft_steps": None,
              "ft_epochs": paper.TABLE1_FINETUNE_EPOCHS, "ft_lr": 5e-4},
 }
 KINDS = ("positional", "standard")
@@ -54,7 +56,8 @@ def _program(ctx: Context, kind: str, seed: int, tasks: list[str]) -> dict:
     ds = -1 if cfg["scale"] == "ci" else seed  # CI: every seed on one training set (as sweeps' joint)
     conf = ModelConfig(n=n, kind=kind, embed=cfg["embed"], hidden=cfg["hidden"])
     model = Transformer([conf] * len(tasks), [seed] * len(tasks), device=ctx.device)
-    ck = os.path.join(ctx.store.dir, "checkpoints", stable_hash({"ft": kind, "seed": seed, "cfg": cfg}) + ".pt")
+    what = {k: v for k, v in cfg.items() if k not in OPERATIONAL}
+    ck = os.path.join(ctx.store.dir, "checkpoints", stable_hash({"ft": kind, "seed": seed, "cfg": what}) + ".pt")
     deadline = time.time() + 60 * cfg["time_limit"] if cfg.get("time_limit") else None
     log = train(model, tasks, train_lists(n, cfg["samples"], ds), batch=cfg["batch"], lr=cfg["lr"], seed=ds,
                 epochs=cfg["epochs"], steps=cfg["steps"], scheduler=cfg["scheduler"], checkpoint=ck,
@@ -85,7 +88,7 @@ def compute(ctx: Context) -> dict:
     tasks = task_list(cfg)
     _one(cfg["steps"], cfg["epochs"], "'steps' and 'epochs'")
     _one(cfg["ft_steps"], cfg["ft_epochs"], "'ft_steps' and 'ft_epochs'")
-    keys = {k: v for k, v in cfg.items() if k not in ("scale", "device", "chunk", "time_limit", "checkpoint_every")}
+    keys = {k: v for k, v in cfg.items() if k not in OPERATIONAL}
     runs: dict = {k: {t: [] for t in tasks} for k in KINDS}
     for kind in KINDS:
         for s in range(cfg["seeds"]):

@@ -9,11 +9,13 @@ from attnlab.core.experiment import Context, Experiment
 
 from .. import paper
 from ..tasks import TASKS
-from ..variant_runs import CI, FULL, TRAIN_PARAMS, at, full_command, run_variants, task_list
+from ..variant_runs import (
+    CI, CI_OPS, FULL, FULL_OPS, OPERATIONAL_PARAMS, TRAIN_PARAMS, at, full_command, run_variants, task_list,
+)
 
 SLUG = "positional-encodings"
-PARAMS = TRAIN_PARAMS
-PRESETS = {"ci": {**CI, "tasks": "cumsum"}, "full": {**FULL, "tasks": ",".join(TASKS)}}
+PARAMS = TRAIN_PARAMS + OPERATIONAL_PARAMS
+PRESETS = {"ci": {**CI, **CI_OPS, "tasks": "cumsum"}, "full": {**FULL, **FULL_OPS, "tasks": ",".join(TASKS)}}
 
 # name -> ModelConfig options; the standard + RoPE model keeps the concatenated one-hot P, as the
 # authors' RoPE runs (their params equal the default ones with RoPE switched on)
