@@ -27,4 +27,5 @@ BOOK_ORDER: tuple[str, ...] = (
     "mixed-type",  # §7.3, App. D.3, Fig. 6, Figs. 31-33
     "gnn-baselines",  # App. D.1.9, Table 2
     "accuracy-metrics",  # App. D.1.10, Figs. 27-28
+    "attention-maps",  # App. F, Figs. 36-37
 )
