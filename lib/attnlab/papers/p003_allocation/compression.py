@@ -94,12 +94,23 @@ def train_students(M: np.ndarray, X_train: np.ndarray, X_eval: np.ndarray, ranks
     with torch.no_grad():
         T_train = torch.softmax(_masked(Xt @ Mt @ Xt.transpose(1, 2), causal), dim=-1)
         T_eval = torch.softmax(_masked(Xe @ M64 @ Xe.transpose(1, 2), causal), dim=-1)
+    inits = {k: svd_factors(M, k)[:2] for k in ranks}
+    return fit_students(inits, lambda X, A, B, k: attention(X, A, B, causal), Xt, Xe, T_train, T_eval, steps, batch,
+                        lr, seed, progress, curve_every)
+
+
+def fit_students(inits: dict, attn, Xt: torch.Tensor, Xe: torch.Tensor, T_train: torch.Tensor, T_eval: torch.Tensor,
+                 steps: int, batch: int, lr: float, seed: int, progress=None, curve_every: int = 25) -> dict[str, dict]:
+    """Train the students `inits` (rank -> (A, B) float64 arrays) together by Adam on the attention
+    MSE against the teacher's T_train (float32 inputs Xt), `attn(X, A, B, rank)` giving a
+    student's attention; each student is evaluated in float64 on (Xe, T_eval) before and after."""
     params = {}
     out: dict[str, dict] = {}
+    ranks = list(inits)
     for k in ranks:
-        A, B, _ = svd_factors(M, k)
+        A, B = inits[k]
         with torch.no_grad():
-            init = float(mse(attention(Xe, torch.as_tensor(A), torch.as_tensor(B), causal), T_eval))
+            init = float(mse(attn(Xe, torch.as_tensor(A), torch.as_tensor(B), k), T_eval))
         params[k] = (torch.tensor(A, dtype=torch.float32, requires_grad=True),
                      torch.tensor(B, dtype=torch.float32, requires_grad=True))
         out[str(k)] = {"init_mse": init, "curve": []}
@@ -111,7 +122,7 @@ def train_students(M: np.ndarray, X_train: np.ndarray, X_eval: np.ndarray, ranks
         for step in it:
             idx = torch.randint(0, len(Xt), (batch,), generator=gen)
             xb, tb = Xt[idx], T_train[idx]
-            losses = [mse(attention(xb, *params[k], causal), tb) for k in trainable]
+            losses = [mse(attn(xb, *params[k], k), tb) for k in trainable]
             opt.zero_grad(set_to_none=True)
             torch.stack(losses).sum().backward()
             opt.step()
@@ -121,11 +132,84 @@ def train_students(M: np.ndarray, X_train: np.ndarray, X_eval: np.ndarray, ranks
     for k in ranks:
         with torch.no_grad():
             A, B = (t.detach().double() for t in params[k])
-            final = float(mse(attention(Xe, A, B, causal), T_eval))
+            final = float(mse(attn(Xe, A, B, k), T_eval))
         row = out[str(k)]
         row["final_mse"] = final
         row["best_mse"] = min(row["init_mse"], final)
     return out
+
+
+# --- RoPE teachers (Llama layout: LiteLlama, TinyLlama) -----------------------------------------
+
+def rope_theta(config) -> float:
+    """The RoPE base of a transformers config (5.x: config.rope_parameters["rope_theta"]; 4.x:
+    config.rope_theta); only plain RoPE is supported (no scaling variants)."""
+    rp = getattr(config, "rope_parameters", None) or {}
+    kind = rp.get("rope_type", "default")
+    if kind != "default":
+        raise ValueError(f"RoPE type {kind!r}: only plain rotary embeddings are supported")
+    theta = rp.get("rope_theta")
+    if theta is None:
+        theta = getattr(config, "rope_theta", 10000.0)
+    return float(theta)
+
+
+def rope_tables(L: int, d: int, theta: float, dtype=torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin [L, d] of rotary embeddings for head dimension d (even), the Hugging Face Llama
+    convention: frequencies theta^(-2k/d), k < d/2, repeated for the two halves."""
+    if d % 2:
+        raise ValueError(f"RoPE needs an even head dimension; got {d}")
+    inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    ang = torch.arange(L, dtype=torch.float64)[:, None] * inv[None]
+    emb = torch.cat([ang, ang], dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x * cos + rotate_half(x) * sin over the last axis (x [..., L, d])."""
+    h = x.shape[-1] // 2
+    rot = torch.cat([-x[..., h:], x[..., :h]], dim=-1)
+    return x * cos + rot * sin
+
+
+def rope_attention(X: torch.Tensor, A: torch.Tensor, B: torch.Tensor, theta: float) -> torch.Tensor:
+    """Causal softmax of rope(X A) rope(X B)^T for inputs X [N, L, D] and factors A, B [D, k] (k even):
+    a student head of dimension k with its own rotary embeddings (head dimension k)."""
+    L, k = X.shape[-2], A.shape[-1]
+    cos, sin = rope_tables(L, k, theta, X.dtype)
+    z = rope(X @ A, cos, sin) @ rope(X @ B, cos, sin).transpose(-1, -2)
+    return torch.softmax(_masked(z, True), dim=-1)
+
+
+def rope_students(W_Q: np.ndarray, W_K: np.ndarray, theta: float, X_train: np.ndarray, X_eval: np.ndarray,
+                  ranks: list[int], steps: int, batch: int, lr: float, seed: int, progress=None,
+                  curve_every: int = 25) -> dict[str, dict]:
+    """Students of a causal RoPE head (W_Q, W_K [D, d_H], no biases; inputs after the layer's norm)
+    as the paper builds them: for d_h < d_H the truncated SVD of W_Q W_K^T / sqrt(d_H) (which
+    ignores the rotation), with rotary embeddings of head dimension d_h; at d_h = d_H the teacher's
+    own projections (exact). Trained by Adam on the causal attention MSE."""
+    d_H = W_Q.shape[1]
+    if any(k % 2 or k > d_H for k in ranks):
+        raise ValueError(f"RoPE students need even ranks <= d_H = {d_H}; got {ranks}")
+    M = W_Q @ W_K.T / np.sqrt(d_H)
+    inits = {k: (svd_factors(M, k)[:2] if k < d_H else (W_Q / d_H ** 0.25, W_K / d_H ** 0.25)) for k in ranks}
+    Xt = torch.as_tensor(X_train, dtype=torch.float32)
+    Xe = torch.as_tensor(X_eval, dtype=torch.float64)
+    s = d_H ** 0.25
+    with torch.no_grad():
+        T_train = rope_attention(Xt, torch.as_tensor(W_Q / s, dtype=torch.float32), torch.as_tensor(W_K / s, dtype=torch.float32), theta)
+        T_eval = rope_attention(Xe, torch.as_tensor(W_Q / s), torch.as_tensor(W_K / s), theta)
+    return fit_students(inits, lambda X, A, B, k: rope_attention(X, A, B, theta), Xt, Xe, T_train, T_eval, steps, batch,
+                        lr, seed, progress, curve_every)
+
+
+def rope_uniform_mse(W_Q: np.ndarray, W_K: np.ndarray, theta: float, X_eval: np.ndarray) -> float:
+    """The MSE of uniform causal attention against the RoPE teacher."""
+    s = W_Q.shape[1] ** 0.25
+    Xe = torch.as_tensor(X_eval, dtype=torch.float64)
+    T = rope_attention(Xe, torch.as_tensor(W_Q / s), torch.as_tensor(W_K / s), theta)
+    U = torch.softmax(_masked(torch.zeros_like(T), True), dim=-1)
+    return float(mse(U, T))
 
 
 def _masked(z: torch.Tensor, causal: bool) -> torch.Tensor:

@@ -2,6 +2,7 @@
 the bilinear form with biases, and the students' training (exact at full rank, independence)."""
 
 import numpy as np
+import pytest
 import torch
 
 from attnlab.papers.p003_allocation import compression as C
@@ -88,3 +89,33 @@ def test_students_trained_together_equal_students_trained_alone():
     alone = C.train_students(M, Xt, Xe, [3], steps=20, batch=3, lr=1e-2, seed=5)
     assert both["3"]["final_mse"] == alone["3"]["final_mse"]
     assert torch.get_default_dtype() == torch.float32
+
+
+def test_rope_teacher_equals_a_llama_heads_own_attention_and_its_full_rank_student_is_exact():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from attnlab.papers.p003_allocation import jacobian as J
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=40, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=64, attn_implementation="eager")
+    model = LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(6.0)
+            layer.self_attn.k_proj.weight.mul_(6.0)
+    ids = torch.randint(0, 40, (6, 14), generator=torch.Generator().manual_seed(1))
+    x = J.llama_attention_inputs(model, ids, 1)[0].double().numpy()
+    h, hd = 3, 8
+    a = model.model.layers[1].self_attn
+    WQ = a.q_proj.weight.detach().double().numpy()[h * hd:(h + 1) * hd].T
+    WK = a.k_proj.weight.detach().double().numpy()[(h // 2) * hd:(h // 2 + 1) * hd].T
+    s = hd ** 0.25
+    T = C.rope_attention(torch.as_tensor(x), torch.as_tensor(WQ / s), torch.as_tensor(WK / s), C.rope_theta(cfg))
+    ref = torch.softmax(J.llama_attention_logits(model, ids, layer=1, heads=[h])[:, 0], -1)
+    assert (T - ref).abs().max() < 1e-5
+    out = C.rope_students(WQ, WK, C.rope_theta(cfg), x[:4], x[4:], [2, 4, 8], steps=10, batch=2, lr=1e-2, seed=0)
+    assert out["8"]["init_mse"] < 1e-25 and out["2"]["init_mse"] > 1e-8
+    assert C.rope_uniform_mse(WQ, WK, C.rope_theta(cfg), x[4:]) > out["2"]["best_mse"] * 0.0
+    with pytest.raises(ValueError, match="even"):
+        C.rope_students(WQ, WK, C.rope_theta(cfg), x[:4], x[4:], [3], steps=0, batch=2, lr=1e-2, seed=0)

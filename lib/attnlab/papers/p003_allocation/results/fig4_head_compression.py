@@ -28,7 +28,8 @@ PARAMS = (
     Param("B", "float", "token norm of the synthetic inputs", min=0.01, max=10.0),
     Param("syn_lengths", "int_list", "sequence lengths of the synthetic part", min=2, max=16384),
     Param("draws", "int", "random (teacher-fixed) input draws per length", min=1, max=1000),
-    Param("model", "str", "teacher model (the paper: LiteLlama-460M; offline: MiniLM-L6)", choices=("minilm",)),
+    Param("model", "str", "teacher model: the offline MiniLM-L6 substitute, or the paper's LiteLlama-460M (or "
+          "TinyLlama) when local", choices=J.MODEL_CHOICES),
     Param("layer", "int", "teacher layer (the paper: 5)", min=0, max=64),
     Param("head", "int", "teacher head (the paper: 0)", min=0, max=128),
     Param("d_h", "int_list", "student head dimensions (the paper: 4..64; MiniLM's d_H = 32)", min=1, max=256),
@@ -47,8 +48,9 @@ PRESETS = {
            "head": 0, "d_h": [4, 8, 16, 24, 32], "L": 128, "train_spans": 32, "eval_spans": 8, "steps": 100,
            "batch": 8, "lr": 1e-3, "corpus_chars": 200_000, "seed": 0},
 }
-PRESETS["full"] = {**PRESETS["ci"], "draws": 100, "L": 512, "train_spans": 2000, "eval_spans": 64, "steps": 10000,
-                   "corpus_chars": 2_000_000}
+PRESETS["medium"] = {**PRESETS["ci"], "draws": 100, "L": 512, "train_spans": 2000, "eval_spans": 64, "steps": 10000,
+                     "corpus_chars": 2_000_000}
+PRESETS["full"] = {**PRESETS["medium"], "model": "litellama", "d_h": [4, 8, 16, 24, 32, 48, 64], "L": 1024}
 
 
 def compute(ctx: Context) -> dict:
@@ -107,33 +109,58 @@ def _head(cfg: dict, progress: bool) -> dict:
     if max(cfg["d_h"]) > p.head_dim:
         raise ParameterError(f"parameter 'd_h': value {cfg['d_h']} is not allowed; the teacher's head dimension is "
                              f"{p.head_dim}")
+    llama = p.kind == "llama"
+    if llama and any(k % 2 for k in cfg["d_h"]):
+        raise ParameterError(f"parameter 'd_h': value {cfg['d_h']} is not allowed; a RoPE student needs even dimensions")
     text = corpus.stdlib_docstrings(cfg["corpus_chars"])
     stream = J.token_stream(p, text)
     rng = np.random.default_rng([cfg["seed"], cfg["L"]])
     ids = J.sample_inputs(p, stream, cfg["L"], cfg["train_spans"] + cfg["eval_spans"], rng)
     xs = []
     for i in range(0, len(ids), 32):
-        xs.append(J.bert_layer_input(p.model, torch.as_tensor(ids[i:i + 32]), cfg["layer"]).double().numpy())
-    Xa = C.augment(np.concatenate(xs))
-    W = P.attention_projections(p, cfg["layer"])
+        chunk = torch.as_tensor(ids[i:i + 32])
+        x = (J.llama_attention_inputs(p.model, chunk, cfg["layer"])[0] if llama
+             else J.bert_layer_input(p.model, chunk, cfg["layer"]))
+        xs.append(x.double().numpy())
+    X = np.concatenate(xs)
     h = cfg["head"]
-    M = C.bilinear_form(W["W_Q"][h], W["b_Q"][h], W["W_K"][h], W["b_K"][h])
-    sv = np.linalg.svd(M, compute_uv=False)[:p.head_dim]
-    # the bilinear form reproduces the model's own attention (one span)
-    ref = P.attention_probabilities(p, torch.as_tensor(ids[:1]), cfg["layer"])[0, h].double()
-    mine = torch.softmax(torch.as_tensor(Xa[0] @ M @ Xa[0].T), -1)
-    check = float((mine - ref).abs().max())
-    Xt, Xe = Xa[:cfg["train_spans"]], Xa[cfg["train_spans"]:]
     ranks = sorted(cfg["d_h"])
     bar = (lambda it: tqdm(it, desc="students", mininterval=2.0, leave=False)) if progress else None
-    trained = [k for k in ranks if k < p.head_dim]
-    out = C.train_students(M, Xt, Xe, trained, cfg["steps"], cfg["batch"], cfg["lr"], cfg["seed"], progress=bar)
-    if p.head_dim in ranks:  # the full-rank student is the teacher: kept at its SVD initialisation
-        out.update(C.train_students(M, Xt, Xe, [p.head_dim], 0, cfg["batch"], cfg["lr"], cfg["seed"]))
-    return {"teacher": {"name": p.name, "d_H": p.head_dim, "D": int(M.shape[0] - 1), "substitute": p.substitute,
-                        "note": p.note, "corpus_fingerprint": corpus.fingerprint(text)},
-            "singular_values": sv.tolist(), "check": check, "uniform_mse": C.uniform_mse(Xe, M),
-            "students": out, "input_norm": float(np.linalg.norm(Xa[..., :-1], axis=-1).mean())}
+    if llama:  # RoPE: the paper's SVD init of W_Q W_K^T, rotary embeddings of dimension d_h
+        from attnlab.papers.p003_allocation import saturation as S_
+
+        a = p.model.model.layers[cfg["layer"]].self_attn
+        hd, group = p.head_dim, p.heads // p.model.config.num_key_value_heads
+        WQ = a.q_proj.weight.detach().double().numpy()[h * hd:(h + 1) * hd].T
+        WK = a.k_proj.weight.detach().double().numpy()[(h // group) * hd:(h // group + 1) * hd].T
+        theta = C.rope_theta(p.model.config)
+        M = WQ @ WK.T / np.sqrt(hd)
+        sv = np.linalg.svd(M, compute_uv=False)[:hd]
+        mine = C.rope_attention(torch.as_tensor(X[:1]), torch.as_tensor(WQ / hd ** 0.25), torch.as_tensor(WK / hd ** 0.25),
+                                theta)[0]
+        ref = torch.as_tensor(S_.softmax(J.llama_attention_logits(p.model, torch.as_tensor(ids[:1]), cfg["layer"], [h])[0, 0].numpy()))
+        check = float((mine - ref).abs().max())
+        Xt, Xe = X[:cfg["train_spans"]], X[cfg["train_spans"]:]
+        out = C.rope_students(WQ, WK, theta, Xt, Xe, ranks, cfg["steps"], cfg["batch"], cfg["lr"], cfg["seed"], progress=bar)
+        uniform, D, norm = C.rope_uniform_mse(WQ, WK, theta, Xe), int(M.shape[0]), float(np.linalg.norm(X, axis=-1).mean())
+    else:
+        Xa = C.augment(X)
+        W = P.attention_projections(p, cfg["layer"])
+        M = C.bilinear_form(W["W_Q"][h], W["b_Q"][h], W["W_K"][h], W["b_K"][h])
+        sv = np.linalg.svd(M, compute_uv=False)[:p.head_dim]
+        # the bilinear form reproduces the model's own attention (one span)
+        ref = P.attention_probabilities(p, torch.as_tensor(ids[:1]), cfg["layer"])[0, h].double()
+        mine = torch.softmax(torch.as_tensor(Xa[0] @ M @ Xa[0].T), -1)
+        check = float((mine - ref).abs().max())
+        Xt, Xe = Xa[:cfg["train_spans"]], Xa[cfg["train_spans"]:]
+        trained = [k for k in ranks if k < p.head_dim]
+        out = C.train_students(M, Xt, Xe, trained, cfg["steps"], cfg["batch"], cfg["lr"], cfg["seed"], progress=bar)
+        if p.head_dim in ranks:  # the full-rank student is the teacher: kept at its SVD initialisation
+            out.update(C.train_students(M, Xt, Xe, [p.head_dim], 0, cfg["batch"], cfg["lr"], cfg["seed"]))
+        uniform, D, norm = C.uniform_mse(Xe, M), int(M.shape[0] - 1), float(np.linalg.norm(Xa[..., :-1], axis=-1).mean())
+    return {"teacher": {"name": p.name, "d_H": p.head_dim, "D": D, "substitute": p.substitute, "note": p.note,
+                        "corpus_fingerprint": corpus.fingerprint(text), "rope": llama},
+            "singular_values": sv.tolist(), "check": check, "uniform_mse": uniform, "students": out, "input_norm": norm}
 
 
 def slopes(result: dict) -> dict:
@@ -172,7 +199,7 @@ def claims(result: dict) -> ClaimsTable:
     lo = min(s["l2"] for s in sl.values())
     t.consistency("5", "what holds: in l2 the error falls like L^-1/2 (range of l2 slopes over d_h)", expected="-0.5",
                   ours=f"{lo:.2f} .. {l2:.2f}", holds=-0.7 <= lo and l2 <= -0.35, tolerance="in [-0.7, -0.35]", asserted=True)
-    t.consistency("6", f"the extracted bilinear form reproduces {head['teacher']['name']}'s own attention "
+    t.consistency("6", f"the teacher's attention as the students see it equals {head['teacher']['name']}'s own attention "
                   f"(layer {cfg['layer']}, head {cfg['head']}; largest |difference|)", expected="< 1e-5",
                   ours="< 1e-5" if head["check"] < 1e-5 else head["check"], holds=head["check"] < 1e-5,
                   tolerance="1e-5 (float32 model)", asserted=True)
@@ -197,9 +224,10 @@ def claims(result: dict) -> ClaimsTable:
     mono = all(b2 <= b1 * 1.05 for b1, b2 in zip(best, best[1:]))
     t.add("10", "Fig. 4's shape: the student's error falls as d_h grows (best of init / trained)", paper="decreasing",
           ours=" > ".join(f"{b:.1e}" for b in best), holds=mono, tolerance="non-increasing (5% slack)", source="figure")
-    t.not_run("11", "Fig. 4 at the paper's protocol: 10,000 Adam steps, long sequences (L = 512, MiniLM's limit; the paper: "
-              "1024), d_h = 4..d_H", paper="small loss at low d_h",
-              command="attnlab run 003-allocation/fig4-head-compression --scale full --headless", source="text")
+    t.not_run("11", "Fig. 4 at the paper's protocol: LiteLlama-460M layer 5 head 0 (d_H = 64, RoPE), L = 1024, 10,000 Adam "
+              "steps, d_h = 4..64", paper="small loss at low d_h",
+              command="ATTNLAB_MODELS=<folder with LiteLlama-460M/> attnlab run 003-allocation/fig4-head-compression "
+                      "--scale full --headless", source="text")
     return t
 
 

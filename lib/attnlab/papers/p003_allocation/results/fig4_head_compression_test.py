@@ -13,7 +13,7 @@ def test_bad_values_raise_parameter_errors(tmp_path):
     with pytest.raises(ParameterError, match="syn_d_h"):
         EXP.run(EXP.config("ci", syn_d_h=[16]), store_root=tmp_path, progress=False)
     with pytest.raises(ParameterError, match="model"):
-        EXP.config("ci", model="litellama")
+        EXP.config("ci", model="gpt5")
 
 
 @pytest.mark.skipif(not pretrained.minilm_available(), reason="the offline MiniLM weights are not installed")
@@ -28,3 +28,33 @@ def test_small_run(tmp_path):
     with pytest.raises(ParameterError, match="d_h"):
         EXP.run(EXP.config("ci", d_h=[64], L=16, train_spans=2, eval_spans=1, steps=0, corpus_chars=40_000,
                            syn_lengths=[16], draws=1), store_root=tmp_path, progress=False)
+
+
+def test_a_rope_teacher_through_the_real_loader(tmp_path, monkeypatch):
+    """model="litellama" end to end on a tiny random Llama (RoPE, GQA) saved where find_local looks:
+    the RoPE teacher equals the extraction, the full-rank student is exact, SVD students are not."""
+    import torch
+    import transformers as tf
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    torch.manual_seed(0)
+    words = ["<unk>", "<pad>", "the", "a", "of", "to", "is", "and", "in", "return", "if", "for"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    llama = tf.LlamaForCausalLM(tf.LlamaConfig(vocab_size=len(words), hidden_size=32, intermediate_size=48,
+                                               num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                               max_position_embeddings=64, attn_implementation="eager"))
+    path = tmp_path / "models" / "LiteLlama-460M"
+    llama.save_pretrained(path)
+    tf.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>").save_pretrained(path)
+    monkeypatch.setenv("ATTNLAB_MODELS", str(tmp_path / "models"))
+    cfg = EXP.config("ci", model="litellama", layer=1, head=3, d_h=[2, 4, 8], L=16, train_spans=6, eval_spans=2,
+                     steps=3, corpus_chars=40_000, syn_lengths=[16, 64], draws=2)
+    r = EXP.run(cfg, store_root=tmp_path / "store", progress=False)
+    assert r["head"]["teacher"]["rope"] and r["head"]["check"] < 1e-5
+    tab = ex.student_table(r)
+    assert tab[8]["init_mse"] < 1e-25 and tab[2]["init_mse"] > 0
+    assert {c.key: c.verdict for c in ex.claims(r).rows}["7"] == "consistency check"
+    with pytest.raises(ParameterError, match="even"):
+        EXP.run(EXP.config("ci", model="litellama", layer=1, d_h=[3], L=16, train_spans=2, eval_spans=1, steps=0,
+                           corpus_chars=40_000, syn_lengths=[16], draws=1), store_root=tmp_path / "store", progress=False)
