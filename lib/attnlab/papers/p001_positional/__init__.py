@@ -26,6 +26,7 @@ BOOK_ORDER: tuple[str, ...] = (
     "finetune-values",  # App. D.1.8, Table 1
     "k-hop",  # §7.1, §7.2, App. D.2, Figs. 3, 5, 29, 30
     "mixed-type",  # §7.3, App. D.3, Fig. 6, Figs. 31-33
+    "gpt2-comparison",  # App. D.3.4, Fig. 34
     "gnn-baselines",  # App. D.1.9, Table 2
     "accuracy-metrics",  # App. D.1.10, Figs. 27-28
     "attention-maps",  # App. F, Figs. 36-37

