@@ -47,18 +47,19 @@ def claims(result: dict) -> ClaimsTable:
     cfg, runs = result["config"], result["runs"]
     tasks, cmax = task_list(cfg), max(cfg["c_list"])
     full = cfg["scale"] == "full"
+    ci = cfg["scale"] == "ci"  # asserted where calibrated; other scales show their verdicts without raising
     t = ClaimsTable()
     for key, (fig, enc, red, blue) in zip("123", FIGURES[:2]):
         ratios = [at(cfg, runs[red][task]["test"], cmax) / at(cfg, runs[blue][task]["test"], cmax) for task in tasks]
         t.add(key, f"{fig}: with {enc} P the positional Transformer beats the standard one OOD in every task "
               f"(least standard / positional median MSE at c = {cmax:g}, {', '.join(tasks)})",
               paper="positional lower, every task", ours=min(ratios), holds=min(ratios) >= 2,
-              tolerance="≥ 2", asserted=True, source="text")
+              tolerance="≥ 2", asserted=ci, source="text")
     ratios = [at(cfg, runs["standard + RoPE"][task]["test"], cmax) / at(cfg, runs["positional, one-hot"][task]["test"], cmax)
               for task in tasks]
     t.add("3", f"Fig. 24: standard + RoPE stays 'far from' the positional Transformer (least standard + RoPE / "
           f"positional median MSE at c = {cmax:g})", paper="far above, every task", ours=min(ratios),
-          holds=min(ratios) >= 10, tolerance="≥ 10", asserted=True, source="text")
+          holds=min(ratios) >= 10, tolerance="≥ 10", asserted=ci, source="text")
     gain = [at(cfg, runs["standard, one-hot"][task]["test"], cmax) / at(cfg, runs["standard + RoPE"][task]["test"], cmax)
             for task in tasks]
     text = (f"Fig. 24 / §7: RoPE 'manages to decrease the OOD test loss' of the standard Transformer (least "
@@ -68,18 +69,20 @@ def claims(result: dict) -> ClaimsTable:
     else:
         t.inconclusive("4", text, paper="> 1", ours=min(gain),
                        why=f"within 2× either way with {cfg['seeds']} seed(s), {cfg['steps'] or cfg['epochs']} "
-                           f"{'steps' if cfg['steps'] else 'epochs'}; §7 also says 'no significant differences'")
+                           f"{'steps' if cfg['steps'] else 'epochs'}; §7 also says 'no significant differences'",
+                       source="text")
     c1 = {enc: max(at(cfg, runs[f"positional, {enc}"][task]["test"], 1.0) / at(cfg, runs["positional, one-hot"][task]["test"], 1.0)
                    for task in tasks) for enc in ("binary", "sinusoidal")}
     t.add("5", "binary and sinusoidal P are 'less expressive than one-hot': the positional Transformer's ID (c = 1) "
           "MSE with them over its one-hot MSE (least of the two encodings)", paper="≥ 1 (less expressive)",
           ours=min(c1.values()), holds=min(c1.values()) >= 1, tolerance="≥ 1", source="text")
-    if full:
+    shared = [k for k in paper.FIG24_C10_MEDIANS if k in tasks]
+    if full and shared and 10.0 in cfg["c_list"]:
         worst = min(at(cfg, runs["standard + RoPE"][k]["test"], 10.0) / at(cfg, runs["positional, one-hot"][k]["test"], 10.0)
-                    for k in paper.FIG24_C10_MEDIANS)
-        ref = min(a / b for a, b in paper.FIG24_C10_MEDIANS.values())
-        t.add("P1", "paper scale, Fig. 24: standard + RoPE / positional median MSE at c = 10, least over the five tasks",
-              paper=round(ref), ours=worst, holds=worst >= 100, tolerance="≥ 100", source="figure")
+                    for k in shared)
+        ref = min(paper.FIG24_C10_MEDIANS[k][0] / paper.FIG24_C10_MEDIANS[k][1] for k in shared)
+        t.add("P1", f"paper scale, Fig. 24: standard + RoPE / positional median MSE at c = 10, least over "
+              f"{', '.join(shared)}", paper=round(ref), ours=worst, holds=worst >= 100, tolerance="≥ 100", source="figure")
     else:
         t.not_run("P1", "paper scale, Fig. 24: standard + RoPE / positional median MSE at c = 10, least over the "
                   "five tasks (≥ 100)", paper=round(min(a / b for a, b in paper.FIG24_C10_MEDIANS.values())),

@@ -63,3 +63,25 @@ def test_value_only_fine_tuning_changes_only_the_value_weights():
         same = torch.equal(p, before[name])
         assert same == (name not in m.value_names()), name
     assert sorted(m.value_names()) == sorted(f"v_W{l}" for l in range(m.L))
+
+
+FULL_TINY = dict(n=4, seeds=2, samples=40, epochs=1, batch=20, embed=8, hidden=8, test_samples=20, c_list=[1.0, 10.0],
+                 checkpoint_every=1)
+FULL_SMALL = {
+    "positional_encodings": dict(FULL_TINY, tasks="cumsum,sort"),
+    "ablations": dict(FULL_TINY, tasks="cumsum"),
+    "compact_standard": dict(FULL_TINY, hidden_list=[2, 4], tasks="cummin"),
+    "finetune_values": dict({k: v for k, v in FULL_TINY.items() if k != "c_list"}, ft_samples=20, tasks="sort"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FULL_SMALL))
+def test_the_paper_scale_path_runs_on_a_tiny_config(name, tmp_path):
+    """The full preset's code path (epochs, plateau scheduler, independent seeds, checkpoints,
+    paper-scale claim rows) on a few lists; its claims are built, not asserted."""
+    mod = importlib.import_module(f"attnlab.papers.p001_positional.results.{name}")
+    exp = mod.EXPERIMENTS[0]
+    result = exp.run(exp.config("full", **FULL_SMALL[name]), store_root=tmp_path, progress=False)
+    table = mod.claims(result)
+    assert table.rows and "nan" not in table.markdown()
+    assert any(tmp_path.rglob("*.json")) and not any(tmp_path.rglob("*.pt"))  # stored; checkpoints cleaned up
