@@ -218,11 +218,10 @@ def schedule(step: int, steps: int, warmup: int) -> float:
 
 def clip_per_replica(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
     """Scale each replica's gradient (over all parameters) to norm <= max_norm; returns the norms [R]."""
-    sq = sum(p.grad.pow(2).flatten(1).sum(1) for p in params)
-    norm = sq.sqrt()
+    grads = [p.grad for p in params]
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in grads]), dim=0)
     scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
-    for p in params:
-        p.grad.mul_(scale.view((-1,) + (1,) * (p.dim() - 1)))
+    torch._foreach_mul_(grads, [scale.view((-1,) + (1,) * (g.dim() - 1)) for g in grads])
     return norm
 
 
@@ -275,7 +274,7 @@ def fit(model: ReplicaLM, spec: TrainSpec, train_ids: np.ndarray, progress: bool
     dev, dtype = model.dims.device, model.dtype
     model.train()
     params = list(model.parameters())
-    decay = [name in ReplicaLM.MATRICES for name in model._names]
+    decayed = [p for p, name in zip(params, model._names) if name in ReplicaLM.MATRICES]
     opt = MaskedAdam(params, betas=spec.betas)
     R = model.R
     active = torch.ones(R, dtype=torch.bool, device=dev)
@@ -298,9 +297,7 @@ def fit(model: ReplicaLM, spec: TrainSpec, train_ids: np.ndarray, progress: bool
         lr = spec.lr * schedule(step, spec.steps, spec.warmup)
         if spec.weight_decay > 0:
             with torch.no_grad():
-                for p, dec in zip(params, decay):
-                    if dec:
-                        p.mul_(1 - lr * spec.weight_decay)
+                torch._foreach_mul_(decayed, 1 - lr * spec.weight_decay)
         opt.step(torch.full((R,), lr, dtype=dtype, device=dev), active)
     return curve, loss.detach()
 

@@ -1,9 +1,9 @@
 """Figs. 5 and 9 (§6.2, App. F): a 6-layer GPT-style decoder trained on text, its validation
 cross-entropy against the head dimension at a fixed number of heads (Fig. 5: diminishing returns),
 and, at equal parameter counts (equal d_model = heads x head dimension), narrower heads against
-fewer heads (Fig. 9). Every model is one replica; replicas of one d_model train in one tensor
-program (a Fig. 9 pair at equal d_model shares its program, and a model in both sweeps is
-trained once)."""
+fewer heads (Fig. 9). Every model is one replica; replicas within a factor 2 of d_model
+train in one tensor program (a Fig. 9 pair at equal d_model shares its program, and a model in
+both sweeps is trained once)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ PARAMS = (
     Param("batch", "int", "sequences per step (not stated; assumed 32)", min=1, max=4096),
     Param("lr", "float", "AdamW peak learning rate (the paper: 3e-4)", min=1e-6, max=1.0),
     Param("warmup", "int", "linear warm-up steps, then cosine decay (the paper: 200)", min=0, max=100_000),
+    Param("beta2", "float", "AdamW beta_2 (not stated; nanoGPT's 0.95, torch's default 0.999)", min=0.5, max=0.99999),
     Param("weight_decay", "float", "AdamW weight decay (the paper: 0.1)", min=0.0, max=10.0),
     Param("clip", "float", "gradient-norm clipping per model, 0 = none (the paper: 1.0)", min=0.0, max=100.0),
     Param("dropout", "float", "dropout on the residual branches (the paper: 0.1)", min=0.0, max=0.9),
@@ -44,11 +45,11 @@ PRESETS = {
     "ci": {"corpus": "stdlib", "max_chars": 500_000, "level": "char", "vocab_size": 96, "layers": 2, "context": 16,
            "heads": 4, "head_dims": [1, 2, 4, 8], "fig9_heads": 4, "fig9_head_dims": [1, 2, 4, 8],
            "fig9_head_dim": 8, "fig9_head_counts": [1, 2, 4], "ffn_mult": 8 / 3, "steps": 400, "batch": 32,
-           "lr": 6e-3, "warmup": 40, "weight_decay": 0.1, "clip": 1.0, "dropout": 0.0, "seeds": 1, "n_eval": 128},
+           "lr": 1e-2, "warmup": 40, "beta2": 0.95, "weight_decay": 0.1, "clip": 1.0, "dropout": 0.0, "seeds": 1, "n_eval": 128},
     "full": {"corpus": "stdlib", "max_chars": 5_000_000, "level": "char", "vocab_size": 128, "layers": 6,
              "context": 256, "heads": 12, "head_dims": [4, 8, 16, 24, 32, 48, 64], "fig9_heads": 8,
              "fig9_head_dims": [4, 8, 16, 24, 32, 48, 64], "fig9_head_dim": 64, "fig9_head_counts": [1, 2, 4, 8, 16, 32],
-             "ffn_mult": 8 / 3, "steps": 1200, "batch": 32, "lr": 3e-4, "warmup": 200, "weight_decay": 0.1,
+             "ffn_mult": 8 / 3, "steps": 1200, "batch": 32, "lr": 3e-4, "warmup": 200, "beta2": 0.95, "weight_decay": 0.1,
              "clip": 1.0, "dropout": 0.1, "seeds": 1, "n_eval": 512},
 }
 
@@ -63,7 +64,7 @@ def sweeps(cfg: dict) -> dict[str, list[tuple[int, int]]]:
 
 def compute(ctx: Context) -> dict:
     """Trains one decoder per distinct (heads, head dimension, seed) of the three sweeps (stored
-    per model, resumable; one program per d_model). Result: `models` ("H x K" -> d_model,
+    per model, resumable; size-sorted programs). Result: `models` ("H x K" -> d_model,
     parameters, mean validation CE over seeds, per-seed CE, a loss curve), `sweeps` (the (H, K) of
     each sweep), `pairs` (Fig. 9: d_model -> the narrow-heads and the few-heads model at equal
     parameters), `unigram` (the validation text's unigram entropy), `data` (its description)."""
@@ -79,7 +80,8 @@ def compute(ctx: Context) -> dict:
     sw = sweeps(cfg)
     shapes = sorted({hk for s in sw.values() for hk in s}, key=lambda hk: (hk[0] * hk[1], hk))
     spec = lm.TrainSpec(steps=cfg["steps"], batch=cfg["batch"], lr=cfg["lr"], warmup=cfg["warmup"],
-                        weight_decay=cfg["weight_decay"], clip=cfg["clip"], dropout=cfg["dropout"])
+                        weight_decay=cfg["weight_decay"], clip=cfg["clip"], dropout=cfg["dropout"],
+                        betas=(0.9, cfg["beta2"]))
     data_key = {"corpus": cfg["corpus"], "max_chars": cfg["max_chars"], "level": cfg["level"],
                 "vocab_size": data.vocab.size, "train_sha": text.fingerprint(data.train),
                 "valid_sha": text.fingerprint(data.valid)}
@@ -87,16 +89,22 @@ def compute(ctx: Context) -> dict:
               for (h, k) in shapes for s in range(cfg["seeds"])]
     keys = [lm.unit_key(m, spec, data_key, cfg["n_eval"]) for m in models]
 
-    def plan(missing):  # one program per d_model: no padding waste
-        by: dict[int, list[int]] = {}
-        for i in missing:
-            by.setdefault(models[i].d_model, []).append(i)
-        return [by[d] for d in sorted(by)]
+    def plan(missing):
+        """Size-sorted programs, each spanning at most a factor 2 of d_model: small models cost mostly
+        per-operation overhead, which a program shares, while padding to a much wider one costs its
+        arithmetic (a Fig. 9 pair, equal in d_model, always shares a program)."""
+        groups: list[list[int]] = []
+        for i in sorted(missing, key=lambda i: (models[i].d_model, i)):
+            if groups and models[i].d_model <= 2 * models[groups[-1][0]].d_model:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        return groups
 
     def fn(group):
         cfgs = [models[i] for i in group]
         for j, res, sec in lm.train(cfgs, spec, data.train, data.valid, cfg["n_eval"], device=ctx.device,
-                                    progress=ctx.progress, desc=f"d_model {cfgs[0].d_model}"):
+                                    progress=ctx.progress, desc=f"d_model {cfgs[0].d_model}-{cfgs[-1].d_model}"):
             yield group[j], res, sec
 
     out = ctx.units(keys, fn, plan=plan, desc="programs")
@@ -150,7 +158,8 @@ def claims(result: dict) -> ClaimsTable:
     k, ce = fig5_curve(result)
     t = ClaimsTable()
     t.add("1", "Fig. 5: validation loss falls as the head dimension grows", paper="decreasing",
-          ours=f"largest rise {s['rise']:.3f} nats", holds=s["rise"] <= 0.02, tolerance="rises <= 0.02 nats",
+          ours=f"largest rise {s['rise']:.3f} nats", holds=s["rise"] <= 0.05,
+          tolerance="rises <= 0.05 nats (two seeds differ by up to 0.07 at CI)",
           asserted=True, source="figure")
     t.add("2", f"Fig. 5: diminishing returns: the gain from d_H = {k[0]} to {s['mid']} exceeds twice the gain "
           f"from {s['mid']} to {k[-1]}", paper="diminishing returns",
@@ -178,8 +187,8 @@ def claims(result: dict) -> ClaimsTable:
                   source="text")
         else:
             t.inconclusive("4", txt, paper="> 0", ours=ours,
-                           why=f"{cfg['steps']} steps at d_model <= {max(int(d) for d in gaps)}: the gaps are "
-                               "within seed-to-seed noise (digest: all tied at d_model 64)", source="text")
+                           why=f"{cfg['steps']} steps at d_model <= {max(int(d) for d in gaps)}: two seeds differ by up "
+                               "to 0.07 nats per model (calibration), as much as the gaps", source="text")
     ms = result["models"]
     same = all(ms[p["few"]]["n_params"] == ms[p["narrow"]]["n_params"] for p in result["pairs"].values())
     t.consistency("5", "Fig. 9 pairs have equal parameter counts (d_model = heads x head dim fixes them)",
