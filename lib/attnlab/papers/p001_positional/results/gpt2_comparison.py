@@ -169,8 +169,8 @@ def claims(result: dict, full: dict | None = None) -> ClaimsTable:
             t.inconclusive(f"{v}-1", f"{v}, Fig. 34: positional below the language model OOD (MSE at c = {cmax}: "
                            f"substitute {lm_m:.3g}, positional {pos_m:.3g}; language model / positional)",
                            paper="> 1", ours=lm_m / pos_m,
-                           why="the MiniLM substitute with a ridge head on 64 prompts is not GPT-2-large fine-tuned "
-                           "on 50,000: a different model and adaptation", source="text")
+                           why=f"the MiniLM substitute with a ridge head on {cfg['lm_train_samples']:,} prompts is not "
+                           "GPT-2-large fine-tuned on 50,000: a different model and adaptation", source="text")
         else:
             every = all(lm_v > p_v for lm_v, p_v, c in zip(median(result["lm"][v], "mse", cfg["scales"]),
                                                            median(result["positional"][v], "mse", cfg["scales"]),
