@@ -176,13 +176,14 @@ class HeadPaddedQK(ReplicaModule):
             self.place("tau", r, torch.zeros(1))
             head_ok[r, :h] = True
         self.register_buffer("head_ok", head_ok.to(self.device))
+        self.all_heads = bool(head_ok.all())  # no head slot to mask (one head count per model)
 
     def forward(self, Xc: torch.Tensor) -> torch.Tensor:
         """Xc: (R, n, ell, d) one batch per replica -> S_max - tau, (R, n, ell, ell)."""
         Q = torch.einsum("rnpd,rdhc->rnhpc", Xc, self.w("W_Q"))
         K = torch.einsum("rnpd,rdhc->rnhpc", Xc, self.w("W_K"))
         S = Q @ K.transpose(-1, -2)
-        if not bool(self.head_ok.all()):
+        if not self.all_heads:
             S = S.masked_fill(~self.head_ok[:, None, :, None, None], float("-inf"))
         return S.amax(dim=2) - self.w("tau").view(-1, 1, 1, 1)
 
