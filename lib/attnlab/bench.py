@@ -121,7 +121,7 @@ def readme_table(record: dict | None = None) -> str:
     lines = ["| workload | one program | plain loop, one model after another | speedup | "
              "4 programs of 16, sorted by size | one model: program / plain loop |", "|---|---|---|---|---|---|"]
     for name, w in rec["workloads"].items():
-        lines.append(f"| {w['describe']} | {w['batched_s']:.2f} s | {w['plain_s']:.2f} s | "
+        lines.append(f"| {w.get('describe', name)} | {w['batched_s']:.2f} s | {w['plain_s']:.2f} s | "
                      f"{w['speedup']:.1f}× | {w['grouped_s']:.2f} s ({w['grouped_speedup']:.1f}×) | "
                      f"{w['single_batched_s']:.2f} s / {w['single_plain_s']:.2f} s |")
     lines.append("")
