@@ -38,6 +38,7 @@ def test_every_paper_with_a_training_sweep_has_a_workload():
 
 def test_record_states_the_machine_one_thread_and_the_load(record):
     m = record["machine"]
+    assert record["clock"] == "process_time"  # CPU time: not inflated by other jobs on a shared machine
     assert m["threads"] == 1 and m["torch"] and m["cpu"] and m["platform"]
     assert len(record["load_average_start"]) == 3 and len(record["load_average_end"]) == 3
     assert all(len(w["load_average"]) == 3 for w in record["workloads"].values())

@@ -5,7 +5,9 @@
 The baseline is what a user would write by hand: a plain `nn.Module` of the same math, one model
 at a time, `torch.optim.Adam` (same betas, eps, learning-rate schedule), the same number of steps
 on the same batches. Both sides get their batches from a list made before the clock starts (data
-generation is not counted). One torch thread; every time is the minimum over `repeats` runs.
+generation is not counted). One torch thread; every time is the minimum over `repeats` runs of the
+process's CPU time (`time.process_time`): with one thread it is the compute the training did, and unlike
+wall time it does not grow when other jobs share the machine.
 Each paper declares its workloads in `papers/<paper>/bench.py` (`attnlab.core.benchmark.Workload`),
 with its plain model there and a test beside it that the plain model computes the same function.
 
@@ -125,7 +127,8 @@ def readme_table(record: dict | None = None) -> str:
                      f"{w['speedup']:.1f}× | {w['grouped_s']:.2f} s ({w['grouped_speedup']:.1f}×) | "
                      f"{w['single_batched_s']:.2f} s / {w['single_plain_s']:.2f} s |")
     lines.append("")
-    lines.append(f"One torch thread, minimum of {rec['repeats']} runs, data generation not counted; {m['cpu']}, "
+    clock = "CPU time" if rec.get("clock") == "process_time" else "wall time"
+    lines.append(f"One torch thread, {clock}, minimum of {rec['repeats']} runs, data generation not counted; {m['cpu']}, "
                  f"torch {m['torch']}, {rec['date']}, load average {rec['load_average_start'][0]} at the start "
                  f"and {rec['load_average_end'][0]} at the end on {m['cores']} cores shared with other jobs "
                  f"(`python -m attnlab.bench`, `results/bench/throughput.json`).")
@@ -150,6 +153,7 @@ def main(argv=None) -> dict:
             parser.error(f"unknown workload(s) {unknown}; known: {list(todo)}")
         todo = {k: v for k, v in todo.items() if k in args.only}
     record = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "repeats": repeats,
+              "clock": "process_time",
               "load_average_start": _load(), "workloads": {}, "profiles": {}}
     if out and Path(out).exists() and args.only:  # a partial run updates the record
         old = json.loads(Path(out).read_text())

@@ -64,9 +64,9 @@ def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
     from .models import AoTConfig, ReplicaAoT
 
     model = ReplicaAoT([AoTConfig(cfg["N"], cfg["S"], d, dh, H, s) for d, dh, H, s in _rows(cfg, idx)])
-    start = time.perf_counter()
+    start = time.process_time()
     train_replicas(model, iter(batches), steps, _lr(cfg, steps), progress=False)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
@@ -75,7 +75,7 @@ def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
     model = PlainAoT(cfg["N"], cfg["S"], d, d_h, H)
     lr = _lr(cfg, steps)
     opt = torch.optim.Adam(model.parameters(), lr=lr(0), betas=tuple(cfg["betas"]), eps=cfg["eps"])
-    start = time.perf_counter()
+    start = time.process_time()
     for step in range(steps):
         x, y = batches[step]
         loss = F.cross_entropy(model(x), y)
@@ -84,7 +84,7 @@ def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
         for g in opt.param_groups:
             g["lr"] = lr(step)
         opt.step()
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def workloads(steps: int) -> list[Workload]:
