@@ -180,7 +180,7 @@ class KHopGPT(ReplicaModule):
 
     def _init_replica(self, r: int, c: KHopConfig, seed: int) -> None:
         g = replica_generator(asdict(c), seed)
-        E, H, dh = c.embed, c.heads, c.embed // c.heads
+        E = c.embed
 
         def normal(shape, std=0.02):
             return torch.randn(shape, generator=g, dtype=torch.float64) * std

@@ -94,13 +94,11 @@ def generate(rng: np.random.Generator, samples: int, variant: str, c: float = 1.
     true_idx = np.cumsum(~is_noise, axis=1) - 1  # index into the 16 true items at non-noise slots
     noise_idx = np.cumsum(is_noise, axis=1) - 1
     X = np.zeros((samples, NODES, FEATURES), dtype=np.float32)
-    b = np.arange(samples)[:, None]
 
     def put_id(rows, cols, idv):
         X[rows, cols, len(MARKERS) + idv // 10] = 1
         X[rows, cols, len(MARKERS) + 5 + idv % 10] = 1
 
-    slots = np.arange(L)[None, :].repeat(samples, 0)
     ti = np.clip(true_idx, 0, 2 * N_CATS - 1)
     cat_slot = ~is_noise & (ti % 2 == 0)
     val_slot = ~is_noise & (ti % 2 == 1)
