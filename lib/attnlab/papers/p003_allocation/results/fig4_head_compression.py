@@ -100,7 +100,10 @@ def _head(cfg: dict, progress: bool) -> dict:
     from attnlab.core import corpus
     from attnlab.core import pretrained as P
 
-    p = J.load(cfg["model"])
+    try:
+        p = J.load(cfg["model"])
+    except FileNotFoundError as e:
+        raise ParameterError(str(e)) from None
     if not (cfg["layer"] < p.layers and cfg["head"] < p.heads):
         raise ParameterError(f"parameter 'layer'/'head': ({cfg['layer']}, {cfg['head']}) is not allowed; {p.name} has "
                              f"layers 0..{p.layers - 1} and heads 0..{p.heads - 1}")

@@ -16,6 +16,12 @@ def test_bad_values_raise_parameter_errors(tmp_path):
         EXP.config("ci", model="gpt5")
 
 
+def test_an_absent_local_teacher_is_a_clear_parameter_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_MODELS", str(tmp_path))
+    with pytest.raises(ParameterError, match="LiteLlama-460M"):
+        EXP.run(EXP.config("ci", model="litellama", syn_lengths=[16], draws=1), store_root=tmp_path, progress=False)
+
+
 @pytest.mark.skipif(not pretrained.minilm_available(), reason="the offline MiniLM weights are not installed")
 def test_small_run(tmp_path):
     cfg = EXP.config("ci", syn_lengths=[16, 64, 256], draws=3, d_h=[8, 32], L=16, train_spans=8, eval_spans=2,
