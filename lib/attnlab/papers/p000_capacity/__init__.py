@@ -27,6 +27,7 @@ BOOK_ORDER: tuple[str, ...] = (
     "fixed-compression",         # §6.1, Fig. 4 (the lambda = 8 diagonal)
     "fig5-softmax",              # §7.1, Fig. 5 (softmax variant, trained)
     "fig6-value-channel",        # §7.2, Fig. 6 (value channel, trained)
+    "fig7-pretrained-block",     # §7.3, Fig. 7 (pre-LN block, frozen embeddings; offline substitute)
     "figs11-13-regular-graphs",  # App. A.3, Figs. 11-13 (dense r-regular graphs, trained)
     "footprint",                 # App. C
 )

@@ -34,6 +34,8 @@ TINY = {
                            "steps": 20, "n_test": 10},
     "figs11-13-regular-graphs": {"m": 24, "d_model": 8, "degrees": [1, 2], "heads": [1, 2], "dk_factors": [4],
                                  "seeds": 1, "steps": 20, "n_test": 10},
+    "fig7-pretrained-block": {"m": 40, "ell": 2, "heads": [1, 2], "dks": [4], "d_ff": 4, "steps": 3, "batch": 4,
+                              "check_every": 2, "n_test": 10, "corpus_chars": 10000},
 }
 BAD = {  # one value per chapter that must be rejected, naming the parameter
     "construction-one-hot": ("trials", 0),
@@ -48,6 +50,7 @@ BAD = {  # one value per chapter that must be rejected, naming the parameter
     "fig5-softmax": ("panels", [[8, 16]]),
     "fig6-value-channel": ("d_models", [32]),
     "figs11-13-regular-graphs": ("degrees", [12]),
+    "fig7-pretrained-block": ("ell", 1),
     "capacity-law": ("cells", [[8, 16]]),
     "fixed-compression": ("ms", [30]),
 }
