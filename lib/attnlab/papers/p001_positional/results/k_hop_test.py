@@ -29,3 +29,16 @@ def test_full_preset_sweeps_and_bad_parameters():
         exp.config("ci", max_hops=4)
     with pytest.raises(ParameterError, match="'embed'"):
         exp.run(exp.config("ci", embed=10, heads=3), store_root="/tmp/never-used-khop", progress=False)
+
+
+def test_a_run_stopped_at_its_time_limit_resumes_to_the_same_result(tmp_path):
+    from attnlab.core.experiment import Incomplete
+
+    exp = ex.EXPERIMENTS[0]
+    small = dict(TINY, iterations=12, checkpoint_every=4)
+    straight = exp.run(exp.config("ci", **small), store_root=tmp_path / "a", progress=False)
+    with pytest.raises(Incomplete):
+        exp.run(exp.config("ci", **small, time_limit=1e-6), store_root=tmp_path / "b", progress=False)
+    resumed = exp.run(exp.config("ci", **small), store_root=tmp_path / "b", progress=False)
+    strip = lambda r: [{k: v for k, v in row.items() if k != "seconds"} for row in r["runs"]]  # noqa: E731
+    assert strip(resumed) == strip(straight)
