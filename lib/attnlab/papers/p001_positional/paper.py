@@ -127,3 +127,18 @@ VARIABLE_BATCH, VARIABLE_LR = 2048, 1e-4  # the authors' code
 # sweep of Figs. 31-33 (not printed in the paper; the authors' parameter files): 20k, 35k, 50k, 75k, 100k.
 MIXED_N, MIXED_K, MIXED_M = 8, 4, 2
 MIXED_SAMPLES_FULL = (20_000, 35_000, 50_000, 75_000, 100_000)
+# Figs. 14-18 (App. D.1.3): medians over ten runs at 5,000 and 50,000 training lists, as the figures
+# draw them (the authors' released runs, digest §4 E1; source "figure"):
+# task -> architecture -> {samples: (ID MSE, OOD MSE at c = 3)}
+FIG14_18_MEDIANS = {
+    "cumsum": {"positional": {5000: (2.0e-4, 8.8e-2), 50000: (4.0e-6, 8.4e-4)},
+               "standard": {5000: (1.3e-4, 3.4), 50000: (1.6e-6, 1.8)}},
+    "cummin": {"positional": {5000: (1.9e-4, 1.6e-2), 50000: (4.3e-6, 4.8e-4)},
+               "standard": {5000: (2.5e-4, 0.42), 50000: (6.9e-7, 0.54)}},
+    "cummedian": {"positional": {5000: (3.9e-4, 1.3e-2), 50000: (3.2e-5, 7.2e-4)},
+                  "standard": {5000: (1.4e-3, 0.65), 50000: (4.4e-5, 0.54)}},
+    "sort": {"positional": {5000: (1.7e-3, 3.7e-2), 50000: (5.7e-5, 1.5e-3)},
+             "standard": {5000: (2.9e-3, 1.4), 50000: (7.0e-4, 2.3)}},
+    "maxsub": {"positional": {5000: (1.9e-3, 7.3e-2), 50000: (5.0e-5, 1.9e-3)},
+               "standard": {5000: (1.8e-3, 3.4), 50000: (4.6e-5, 3.1)}},
+}
