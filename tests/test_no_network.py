@@ -20,6 +20,7 @@ import pytest
 from conftest import REPO
 
 CHAPTER = "004-memorization/setup-formalism"  # a fast chapter: no training, one second of compute
+PRETRAINED = "003-allocation/figs3-10-softmax-jacobian"  # loads the offline MiniLM-L6 through transformers
 
 GUARD = r'''
 """Test guard (tests/test_no_network.py): refuse every connection that is not loopback."""
@@ -109,14 +110,14 @@ def _run(cmd: list[str], env: dict, unshare: bool, timeout: int = 300) -> subpro
     return subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
-def _chapter_runs_offline(tmp_path, env, unshare: bool, headless: bool):
+def _chapter_runs_offline(tmp_path, env, unshare: bool, headless: bool, chapter: str = CHAPTER):
     probe = _run([sys.executable, "-c", PROBE], env, unshare, timeout=60)
     assert probe.stdout.startswith("refused:"), (probe.stdout, probe.stderr)  # the network really is cut
     out = tmp_path / ("headless" if headless else "notebook")
-    args = ["run", CHAPTER, "--out", str(out)] + (["--headless", "-q"] if headless else [])
+    args = ["run", chapter, "--out", str(out)] + (["--headless", "-q"] if headless else [])
     run = _run([sys.executable, "-m", "attnlab.cli", *args], env, unshare)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    made = out / ("result.json" if headless else f"{CHAPTER.split('/')[1]}.ipynb")
+    made = out / ("result.json" if headless else f"{chapter.split('/')[1]}.ipynb")
     assert made.exists(), run.stderr[-2000:]
     assert "network disabled" not in run.stderr and "REACHED" not in run.stdout
 
@@ -142,3 +143,13 @@ def test_the_guard_would_catch_a_network_access(tmp_path):
 @pytest.mark.skipif(not _unshare_works(), reason="unshare -rn (user and network namespaces) is not permitted here")
 def test_a_chapter_notebook_runs_in_a_network_namespace_with_only_loopback(tmp_path):
     _chapter_runs_offline(tmp_path, _env(tmp_path, guard=False), unshare=True, headless=False)
+
+
+def test_a_pretrained_model_chapter_runs_offline_without_hub_settings(tmp_path):
+    """The MiniLM-L6 substitute loads through transformers with no network and no HF_* variables set by
+    the caller (attnlab.core.pretrained sets them itself): in a loopback-only namespace where permitted,
+    else with Python's sockets refusing."""
+    env = _env(tmp_path, guard=not _unshare_works())
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        env.pop(var, None)
+    _chapter_runs_offline(tmp_path, env, unshare=_unshare_works(), headless=True, chapter=PRETRAINED)
