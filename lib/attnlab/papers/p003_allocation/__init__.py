@@ -19,6 +19,7 @@ BOOK_ORDER: tuple[str, ...] = (
     "figs3-10-softmax-jacobian",  # Figs. 3 and 10: the softmax Jacobian and logits norm of a pretrained head
     "fig4-head-compression",  # Corollary 5.1 and Fig. 4: SVD-initialised students of one head
     "figs5-9-lm-heads",  # Figs. 5 and 9: a 6-layer LM's loss against head dimension and number of heads
+    "fig6-lm-head-compression",  # Fig. 6: SVD-initialised students of one head of a trained LM
     "fig7-induction-heads",  # Fig. 7: the induction-head task against the number of heads
     "fig8-memory-kernels",
 )
