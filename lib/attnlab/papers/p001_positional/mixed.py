@@ -296,3 +296,13 @@ def heuristic_mse(variant: str, samples: int, c: float) -> float:
     kinds = np.array(MARKERS)[np.argmax(X[:, 2 * N_CATS + M_NOISE, :len(MARKERS)], axis=1)]
     guess = np.where(kinds == "sum", vals.sum(1) * K_QUERY / N_CATS, answer(kinds, vals))
     return float(((guess - ts.targets) ** 2).mean())
+
+
+def memory_estimate(replicas: int, batch: int, embed: int, hidden: int, layers: int, samples: int,
+                    test_samples: int) -> float:
+    """Bytes a training program needs, roughly: float32 activations kept for the backward pass
+    (replicas x batch x nodes x (8 E + 2 hidden) per layer, and the standard model's attention maps)
+    and the float32 node features of the training set and of one test set."""
+    nodes = NODES + 1
+    act = replicas * batch * layers * nodes * (8 * embed + 2 * hidden + 6 * nodes)
+    return 4.0 * act + 4.0 * (samples + test_samples) * NODES * FEATURES

@@ -9,7 +9,7 @@ import numpy as np
 from attnlab.core import pretrained
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, require_memory
 
 from .. import finetune_lm as F
 from .. import mixed
@@ -112,6 +112,12 @@ def compute(ctx: Context) -> dict:
                              "choose at least one variant")
     if cfg["embed"] % 2:
         raise ParameterError(f"parameter 'embed': value {cfg['embed']} is not allowed; must be even (2 heads)")
+    require_memory(mixed.memory_estimate(cfg["seeds"], cfg["pos_batch"], cfg["embed"], cfg["hidden"], 3,
+                                         cfg["pos_train_samples"], cfg["test_samples"])
+                   + 8 * 2 * 384 * (cfg["lm_train_samples"] + cfg["test_samples"] * len(cfg["scales"])),
+                   "the positional Transformer's activations and prompts, and the language model's features",
+                   {k: cfg[k] for k in ("seeds", "pos_batch", "embed", "hidden", "pos_train_samples",
+                                        "lm_train_samples", "test_samples")}, ctx.device)
     which = resolve_model(cfg["model"])
     if which == "gpt2-large" and pretrained.find_local("gpt2-large") is None:
         raise ParameterError("parameter 'model': value 'gpt2-large' needs its weights in $ATTNLAB_MODELS/gpt2-large "

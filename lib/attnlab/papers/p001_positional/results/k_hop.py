@@ -10,7 +10,7 @@ import numpy as np
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.hashing import stable_hash
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, require_memory
 
 from .. import khop
 from .. import paper
@@ -101,6 +101,14 @@ def compute(ctx: Context) -> dict:
     if cfg["embed"] % cfg["heads"]:
         raise ParameterError(f"parameters 'embed'={cfg['embed']} and 'heads'={cfg['heads']}: embed must be a "
                              "multiple of heads")
+    points = len(runs_of({**cfg, "seeds": 1}))  # replicas of one program (one seed)
+    T, E, L = cfg["seq_len"] - 1, cfg["embed"], max(cfg["layers_list"] + [cfg["sample_sweep_layers"]])
+    activations = points * cfg["batch"] * L * (24 * T * E + 3 * cfg["heads"] * T * T)  # floats kept for backward
+    data = (max(cfg["samples_list"] + [cfg["layer_sweep_samples"]]) + 4 * cfg["test_samples"]) * T * 2
+    require_memory(4 * activations + 8 * data, "one program's activations (replicas x batch x layers x tokens x "
+                   "width) and its int64 training and test sets", {k: cfg[k] for k in (
+                       "batch", "embed", "seq_len", "layers_list", "samples_list", "layer_sweep_samples", "test_samples")},
+                   ctx.device)
     gen = ctx.unit({"what": "khop-generator"}, generator_checks)
     proto = {k: cfg[k] for k in PROTO_KEYS}
     proto["checkpoint_every"] = cfg["checkpoint_every"]

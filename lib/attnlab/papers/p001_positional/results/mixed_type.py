@@ -11,7 +11,7 @@ import numpy as np
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.hashing import stable_hash
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, require_memory
 
 from .. import mixed
 from .. import paper
@@ -95,6 +95,11 @@ def compute(ctx: Context) -> dict:
                              "choose at least one variant")
     if cfg["embed"] % 2:
         raise ParameterError(f"parameter 'embed': value {cfg['embed']} is not allowed; must be even (2 heads)")
+    require_memory(mixed.memory_estimate(cfg["seeds"], cfg["batch"], cfg["embed"], cfg["hidden"], cfg["layers"],
+                                         max(cfg["samples_list"] + [cfg["fig6_samples"]]), cfg["test_samples"]),
+                   "one program's activations (trials x batch x nodes x width x layers) and its prompts",
+                   {k: cfg[k] for k in ("seeds", "batch", "embed", "hidden", "layers", "samples_list", "fig6_samples",
+                                        "test_samples")}, ctx.device)
     gen = ctx.unit({"what": "mixed-generator"}, generator_checks)
     base = ctx.unit({"what": "mixed-baselines", "variants": variants, "scales": cfg["scales"],
                      "test_samples": cfg["test_samples"]},
