@@ -18,7 +18,8 @@ PARAMS = TRAIN_PARAMS + (
     Param("smoke", "str", "tasks run as a smoke test only (`smoke_steps` steps, no verdict); '' for none"),
     Param("smoke_steps", "int", "Adam steps of the smoke tasks", min=1, max=100000, nullable=True),
 ) + OPERATIONAL_PARAMS
-PRESETS = {"ci": {**CI, **CI_OPS, "tasks": "cumsum", "smoke": "sort", "smoke_steps": 40},
+# CI: 200 steps (calibrated: every variant 32-215x above the positional one at c = 10 on cumsum)
+PRESETS = {"ci": {**CI, **CI_OPS, "steps": 200, "tasks": "cumsum", "smoke": "sort", "smoke_steps": 40},
            "full": {**FULL, **FULL_OPS, "tasks": "cumsum,sort", "smoke": "", "smoke_steps": None}}
 VARIANTS = {str(v): opts for v, (_, opts) in ABLATIONS.items()}
 NAMES = {str(v): name for v, (name, _) in ABLATIONS.items()}
