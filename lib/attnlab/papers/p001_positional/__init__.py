@@ -19,6 +19,7 @@ BOOK_ORDER: tuple[str, ...] = (
     "hardmax-softmax-patterns",  # App. B.3, Lemma B.3; App. B.5, Remark B.6
     "ood-sampling",  # App. E, Fig. 35
     "discrepancy-bound",  # App. G
+    "sample-size",  # §7.1, Fig. 2; App. D.1.3, Figs. 14-18
     "ood-scale",  # §7.2, Fig. 4
     "positional-encodings",  # App. D.1.6, Figs. 22-24
     "compact-standard",  # App. D.1.5, Figs. 20-21
