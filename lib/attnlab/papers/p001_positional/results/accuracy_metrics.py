@@ -164,7 +164,7 @@ def claims(result: dict) -> ClaimsTable:
         else:
             t.inconclusive("2b", text.format(", ".join(others)), paper="> 1, all five tasks", ours=low,
                            why=f"{cfg['seeds']} seed(s): at CI scale the ratio depends on the seed "
-                               "(maxsub, seeds 0, 1, 2: 1.19, 1.90, 0.23, measured once)")
+                               "(maxsub, seeds 0, 1, 2: 1.19, 1.90, 0.23, measured once)", source="text")
     c1 = {k: min(median(result, k, tk, "rounding")[0] for tk in tasks) for k in KINDS}
     keep = {k: [median(result, k, tk, "rounding")[ood].mean() / max(median(result, k, tk, "rounding")[0], 1e-9)
                 for tk in tasks] for k in KINDS}
@@ -177,7 +177,8 @@ def claims(result: dict) -> ClaimsTable:
     else:
         t.inconclusive("3", text, paper="all five tasks", ours=f"{sum(better)} of {len(better)}",
                        why=f"at this scale the ID fits differ (least c = 1 accuracy: positional {c1['positional']:.2f}, "
-                           f"standard {c1['standard']:.2f}), so the gap mixes fitting and OOD generalisation")
+                           f"standard {c1['standard']:.2f}), so the gap mixes fitting and OOD generalisation",
+                       source="text")
     best = max(median(result, k, tk, "closeness")[0] for k in KINDS for tk in tasks)
     cl = {tk: median(result, "positional", tk, "closeness")[ood].sum()
           / max(median(result, "standard", tk, "closeness")[ood].sum(), 1e-9) for tk in tasks}
@@ -188,7 +189,8 @@ def claims(result: dict) -> ClaimsTable:
               tolerance="≥ 1.1 in every task", source="text")
     else:
         t.inconclusive("4", text, paper="> 1, all five tasks", ours=min(cl.values()),
-                       why=f"closeness needs |err| ≤ 0.05 + 5 %: the best c = 1 closeness accuracy here is {best:.2f}")
+                       why=f"closeness needs |err| ≤ 0.05 + 5 %: the best c = 1 closeness accuracy here is {best:.2f}",
+                       source="text")
     if untrained:
         t.not_run("5", f"Figs. 27–28 for {', '.join(untrained)} (their OOD gap needs ~3,000 steps, digest §6.3)",
                   paper="positional > standard", source="text",
