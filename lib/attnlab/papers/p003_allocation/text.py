@@ -212,3 +212,14 @@ def fingerprint(ids: np.ndarray) -> str:
     import hashlib
 
     return hashlib.sha256(np.ascontiguousarray(ids, dtype=np.int64).tobytes()).hexdigest()[:12]
+
+
+def data_key(corpus: str, max_chars: int, level: str, vocab_size: int) -> dict:
+    """What identifies the token streams in a store key without reading the text: the parameters,
+    and for the stdlib corpus the Python version whose library it is read from."""
+    key = {"corpus": corpus, "max_chars": max_chars, "level": level, "vocab_size": vocab_size}
+    if corpus == "stdlib":
+        import sys
+
+        key["python"] = list(sys.version_info[:2])
+    return key

@@ -8,6 +8,8 @@ of the same head, and the teacher's attention is checked to be sharp."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -77,31 +79,36 @@ def compute(ctx: Context) -> dict:
         raise ParameterError(f"parameters 'head', 'layer': values {cfg['head']}, {cfg['layer']} are not allowed; "
                              f"the teacher has {cfg['heads']} heads and {cfg['layers']} layers")
     layer = cfg["layer"] % cfg["layers"]
-    data = text.prepare(cfg["corpus"], cfg["max_chars"], cfg["level"], cfg["vocab_size"])
-    if len(data.valid) < cfg["context"] + 1:
-        raise ParameterError(f"parameter 'max_chars': value {cfg['max_chars']} gives too little validation text")
-    tcfg = lm.LMConfig(data.vocab.size, cfg["heads"], K, cfg["layers"], cfg["context"], cfg["ffn_mult"], cfg["seed"])
+    load = functools.cache(lambda: _data(cfg))  # read only when something must be computed
+    tcfg = lm.LMConfig(cfg["vocab_size"], cfg["heads"], K, cfg["layers"], cfg["context"], cfg["ffn_mult"], cfg["seed"])
     spec = lm.TrainSpec(steps=cfg["steps"], batch=cfg["batch"], lr=cfg["lr"], warmup=cfg["warmup"],
                         weight_decay=cfg["weight_decay"], clip=cfg["clip"], dropout=cfg["dropout"],
                         betas=(0.9, cfg["beta2"]))
-    data_key = {"corpus": cfg["corpus"], "max_chars": cfg["max_chars"], "level": cfg["level"],
-                "vocab_size": data.vocab.size, "train_sha": text.fingerprint(data.train),
-                "valid_sha": text.fingerprint(data.valid)}
+    data_key = text.data_key(cfg["corpus"], cfg["max_chars"], cfg["level"], cfg["vocab_size"])
     tkey = {**lm.unit_key(tcfg, spec, data_key, cfg["n_eval"]), "keep": "state"}
 
     def teach():
+        data = load()
         (_, res, _), = lm.train([tcfg], spec, data.train, data.valid, cfg["n_eval"], device=ctx.device,
                                 progress=ctx.progress, keep_state=lambda r: True, desc="teacher")
-        return res
+        return {**res, "data": data.describe(), "substitute": data.corpus.substitute}
 
     teacher = ctx.unit(tkey, teach)
     skey = {"what": "lm-head-students", "teacher": tkey, "layer": layer, "head": cfg["head"], "ranks": cfg["ranks"],
             **{k: cfg[k] for k in ("student_steps", "student_batch", "student_lr", "n_train", "n_eval", "seed")}}
-    students = ctx.unit(skey, lambda: _students(ctx, cfg, tcfg, teacher, data, layer))
+    students = ctx.unit(skey, lambda: _students(ctx, cfg, tcfg, teacher, load(), layer))
     return {"config": cfg, "teacher": {"valid_ce": teacher["valid_ce"], "d_model": tcfg.d_model, "layer": layer,
                                        "n_params": tcfg.n_params, "curve": teacher["curve"], **students["teacher"]},
-            "students": students["students"], "uniform": students["uniform"], "data": data.describe(),
-            "substitute": data.corpus.substitute}
+            "students": students["students"], "uniform": students["uniform"], "data": teacher["data"],
+            "substitute": teacher["substitute"]}
+
+
+def _data(cfg: dict) -> text.Data:
+    data = text.prepare(cfg["corpus"], cfg["max_chars"], cfg["level"], cfg["vocab_size"])
+    if len(data.valid) < cfg["context"] + 1 or len(data.train) < 10 * (cfg["context"] + 1):
+        raise ParameterError(f"parameter 'max_chars': value {cfg['max_chars']} gives too little text for "
+                             f"context {cfg['context']}")
+    return data
 
 
 def _students(ctx: Context, cfg: dict, tcfg: lm.LMConfig, teacher: dict, data: text.Data, layer: int) -> dict:

@@ -7,6 +7,8 @@ both sweeps is trained once)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from attnlab.core.claims import ClaimsTable
@@ -73,19 +75,14 @@ def compute(ctx: Context) -> dict:
         if len(set(cfg[name])) != len(cfg[name]) or sorted(cfg[name]) != cfg[name]:
             raise ParameterError(f"parameter {name!r}: value {cfg[name]} is not allowed; need distinct values in "
                                  "increasing order")
-    data = text.prepare(cfg["corpus"], cfg["max_chars"], cfg["level"], cfg["vocab_size"])
-    if len(data.train) < 10 * (cfg["context"] + 1) or len(data.valid) < cfg["context"] + 1:
-        raise ParameterError(f"parameter 'max_chars': value {cfg['max_chars']} gives too little text for "
-                             f"context {cfg['context']} ({len(data.train)} training tokens)")
+    load = functools.cache(lambda: _data(cfg))  # read only when something must be trained
     sw = sweeps(cfg)
     shapes = sorted({hk for s in sw.values() for hk in s}, key=lambda hk: (hk[0] * hk[1], hk))
     spec = lm.TrainSpec(steps=cfg["steps"], batch=cfg["batch"], lr=cfg["lr"], warmup=cfg["warmup"],
                         weight_decay=cfg["weight_decay"], clip=cfg["clip"], dropout=cfg["dropout"],
                         betas=(0.9, cfg["beta2"]))
-    data_key = {"corpus": cfg["corpus"], "max_chars": cfg["max_chars"], "level": cfg["level"],
-                "vocab_size": data.vocab.size, "train_sha": text.fingerprint(data.train),
-                "valid_sha": text.fingerprint(data.valid)}
-    models = [lm.LMConfig(data.vocab.size, h, k, cfg["layers"], cfg["context"], cfg["ffn_mult"], s)
+    data_key = text.data_key(cfg["corpus"], cfg["max_chars"], cfg["level"], cfg["vocab_size"])
+    models = [lm.LMConfig(cfg["vocab_size"], h, k, cfg["layers"], cfg["context"], cfg["ffn_mult"], s)
               for (h, k) in shapes for s in range(cfg["seeds"])]
     keys = [lm.unit_key(m, spec, data_key, cfg["n_eval"]) for m in models]
 
@@ -102,10 +99,12 @@ def compute(ctx: Context) -> dict:
         return groups
 
     def fn(group):
+        data, unigram = load()
         cfgs = [models[i] for i in group]
         for j, res, sec in lm.train(cfgs, spec, data.train, data.valid, cfg["n_eval"], device=ctx.device,
                                     progress=ctx.progress, desc=f"d_model {cfgs[0].d_model}-{cfgs[-1].d_model}"):
-            yield group[j], res, sec
+            yield group[j], {**res, "data": data.describe(), "unigram": unigram,
+                             "substitute": data.corpus.substitute}, sec
 
     out = ctx.units(keys, fn, plan=plan, desc="programs")
     table = {}
@@ -119,10 +118,18 @@ def compute(ctx: Context) -> dict:
         for b in sw["fig9_heads"]:
             if a[0] * a[1] == b[0] * b[1] and a != b:
                 pairs[str(a[0] * a[1])] = {"narrow": f"{a[0]}x{a[1]}", "few": f"{b[0]}x{b[1]}"}
-    counts = np.bincount(data.valid, minlength=data.vocab.size) / len(data.valid)
-    unigram = float(-(counts[counts > 0] * np.log(counts[counts > 0])).sum())
     return {"config": cfg, "models": table, "sweeps": {k: [f"{h}x{d}" for h, d in v] for k, v in sw.items()},
-            "pairs": pairs, "unigram": unigram, "data": data.describe(), "substitute": data.corpus.substitute}
+            "pairs": pairs, "unigram": out[0]["unigram"], "data": out[0]["data"], "substitute": out[0]["substitute"]}
+
+
+def _data(cfg: dict) -> tuple[text.Data, float]:
+    """The tokenised corpus and the unigram entropy (nats) of its validation text."""
+    data = text.prepare(cfg["corpus"], cfg["max_chars"], cfg["level"], cfg["vocab_size"])
+    if len(data.train) < 10 * (cfg["context"] + 1) or len(data.valid) < cfg["context"] + 1:
+        raise ParameterError(f"parameter 'max_chars': value {cfg['max_chars']} gives too little text for "
+                             f"context {cfg['context']} ({len(data.train)} training tokens)")
+    counts = np.bincount(data.valid, minlength=cfg["vocab_size"]) / len(data.valid)
+    return data, float(-(counts[counts > 0] * np.log(counts[counts > 0])).sum())
 
 
 def fig5_curve(result: dict) -> tuple[list[int], list[float]]:

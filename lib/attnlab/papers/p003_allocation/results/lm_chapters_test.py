@@ -1,0 +1,70 @@
+"""The language-model chapters (Figs. 5/9 and 6) on tiny configurations: parameters, store, claims."""
+
+import pytest
+
+from attnlab.core.params import ParameterError
+from attnlab.papers.p003_allocation.results import fig6_lm_head_compression as fig6
+from attnlab.papers.p003_allocation.results import figs5_9_lm_heads as fig59
+
+TINY59 = dict(max_chars=50_000, vocab_size=40, layers=1, context=8, heads=2, head_dims=[1, 2, 4], fig9_heads=2,
+              fig9_head_dims=[1, 2, 4], fig9_head_dim=2, fig9_head_counts=[1, 2], steps=3, batch=2, warmup=1,
+              n_eval=2)
+TINY6 = dict(max_chars=50_000, vocab_size=40, layers=1, context=8, heads=2, head_dim=4, steps=3, batch=2, warmup=1,
+             ranks=[1, 2, 4], student_steps=2, student_batch=2, n_train=4, n_eval=2)
+
+
+def _run(mod, tmp_path, **over):
+    exp = mod.EXPERIMENTS[0]
+    return exp.run(exp.config("ci", **over), store_root=tmp_path, progress=False)
+
+
+def test_bad_values_raise_parameter_errors(tmp_path):
+    with pytest.raises(ParameterError, match="head_dims"):
+        _run(fig59, tmp_path, **{**TINY59, "head_dims": [4, 2]})
+    with pytest.raises(ParameterError, match="ranks"):
+        _run(fig6, tmp_path, **{**TINY6, "ranks": [1, 8]})
+    with pytest.raises(ParameterError, match="head"):
+        _run(fig6, tmp_path, **{**TINY6, "head": 2})
+    with pytest.raises(ParameterError, match="corpus"):
+        fig59.EXPERIMENTS[0].config("ci", corpus="ptb")
+    with pytest.raises(ParameterError, match="max_chars"):
+        fig6.EXPERIMENTS[0].config("ci", max_chars=10 ** 12)
+
+
+def test_figs5_9_tiny_sweep_shares_models_and_resumes(tmp_path):
+    r = _run(fig59, tmp_path, **TINY59)
+    # Fig. 5 and Fig. 9's first sweep coincide: 3 + 1 distinct models (2x2 is in both sweeps)
+    assert set(r["models"]) == {"2x1", "2x2", "2x4", "1x2"} and r["meta"]["computed"] == 4
+    assert r["pairs"] == {"2": {"narrow": "2x1", "few": "1x2"}}
+    assert r["models"]["2x1"]["n_params"] == r["models"]["1x2"]["n_params"]
+    table = fig59.claims(r)
+    rows = {c.key: c for c in table.rows}
+    assert list(rows) == ["1", "2", "3", "4", "5", "6", "7"]
+    assert rows["4"].verdict == "inconclusive" and rows["5"].verdict == "consistency check"
+    again = _run(fig59, tmp_path, **TINY59)
+    assert again["meta"]["computed"] == 0 and again["models"] == r["models"]
+
+
+def test_figs5_9_reads_local_wikitext(tmp_path, monkeypatch):
+    d = tmp_path / "data" / "wikitext-103"
+    d.mkdir(parents=True)
+    (d / "wiki.train.tokens").write_text(" = Robert Boulter = \n Robert Boulter is an English actor . \n" * 400)
+    (d / "wiki.valid.tokens").write_text(" = Homarus gammarus = \n Homarus gammarus is a lobster . \n" * 40)
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))
+    r = _run(fig59, tmp_path / "store", **{**TINY59, "corpus": "wikitext", "head_dims": [2], "fig9_head_dims": [2],
+                                           "fig9_head_counts": [1]})
+    assert not r["substitute"] and "WikiText" in r["data"]
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="ATTNLAB_DATA"):
+        _run(fig59, tmp_path / "store2", **{**TINY59, "corpus": "wikitext"})
+
+
+def test_fig6_tiny_teacher_and_students(tmp_path):
+    r = _run(fig6, tmp_path, **TINY6)
+    assert set(r["students"]) == {"1", "2", "4"} and r["meta"]["computed"] == 2  # the teacher and the students
+    assert r["students"]["4"]["init_mse"] < 1e-20 and len(r["teacher"]["singular_values"]) == 4
+    rows = {c.key: c for c in fig6.claims(r).rows}
+    assert rows["2"].verdict == "consistency check"
+    again = _run(fig6, tmp_path, **{**TINY6, "student_steps": 3})  # the stored teacher is reused
+    assert again["meta"]["computed"] == 1 and again["teacher"]["valid_ce"] == r["teacher"]["valid_ce"]
+    assert fig6.EXPERIMENTS[0].stored("full") is None
