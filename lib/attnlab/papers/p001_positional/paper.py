@@ -142,3 +142,14 @@ FIG14_18_MEDIANS = {
     "maxsub": {"positional": {5000: (1.9e-3, 7.3e-2), 50000: (5.0e-5, 1.9e-3)},
                "standard": {5000: (1.8e-3, 3.4), 50000: (4.6e-5, 3.1)}},
 }
+# Figs. 9-13 (App. D.1.2): medians over ten runs of the OOD (c = 3) test MSE against the fixed input
+# length n, as the figures draw them (the authors' released runs, digest §4 E3; source "figure"):
+# task -> architecture -> {n: MSE} (cumsum at every n; the other tasks at n = 2 and 32)
+FIG9_13_OOD_MEDIANS = {
+    "cumsum": {"positional": {2: 1.5e-2, 4: 4.6e-4, 8: 2.7e-3, 16: 6.6e-3, 32: 3.6e-2},
+               "standard": {2: 0.39, 4: 0.49, 8: 2.5, 16: 15.0, 32: 110.0}},
+    "cummin": {"positional": {2: 3.7e-3, 32: 1.0e-2}, "standard": {2: 0.09, 32: 0.21}},
+    "cummedian": {"positional": {2: 1.5e-2, 32: 1.9e-3}, "standard": {2: 0.04, 32: 0.49}},
+    "sort": {"positional": {2: 2.7e-3, 32: 1.0e-2}, "standard": {2: 0.43, 32: 3.7}},
+    "maxsub": {"positional": {2: 1.9e-3, 32: 0.12}, "standard": {2: 0.30, 32: 69.0}},
+}
