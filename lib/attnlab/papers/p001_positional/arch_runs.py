@@ -53,3 +53,12 @@ def plot_setting(ax, x, s: dict, color: str, label: str) -> None:
     if any(a != b for a, b in zip(s["p10"], s["p90"])):
         ax.fill_between(x, s["p10"], s["p90"], color=color, alpha=0.2, lw=0)
     ax.set_yscale("log")
+
+
+def curves(runs: list[dict], c_list: Sequence[float], arch: str, task: str) -> dict:
+    """{"train", "id", "ood"}: median and 10-90 % band per setting, for a c_list [1, c_ood] (in
+    either order): the three panels of Figs. 9-18."""
+    cs = [float(c) for c in c_list]
+    i1 = cs.index(1.0)
+    return {"train": summary(runs, arch, task, "train"), "id": summary(runs, arch, task, "test", i1),
+            "ood": summary(runs, arch, task, "test", 1 - i1)}

@@ -197,7 +197,7 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
         epoch_sum = ck["epoch_sum"].to(dev)
     budget_t = torch.as_tensor(budget, device=dev)
     start = time.perf_counter()
-    bar = tqdm(total=total, initial=step, desc=desc, disable=not progress, mininterval=2.0, leave=False)
+    bar = tqdm(total=total, initial=step, desc=desc, disable=not progress, mininterval=5.0, leave=False)
     while step < total:
         epoch, k = divmod(step, per_epoch)
         idx = _order(N, seed, epoch)[k * batch:(k + 1) * batch].to(dev)

@@ -8,14 +8,12 @@ larger sets also get more steps), and are tested in distribution (c = 1) and on 
 
 from __future__ import annotations
 
-import numpy as np
-
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from .. import paper
-from ..arch_runs import run_archs, summary
+from ..arch_runs import curves as arch_curves, run_archs
 from ..tasks import TASKS
 from ..variant_runs import FULL, TRAIN_PARAMS, full_command, task_list
 
@@ -57,11 +55,7 @@ def compute(ctx: Context) -> dict:
 
 def curves(result: dict, arch: str, task: str) -> dict:
     """{"train", "id", "ood"}: median and 10-90 % band per N (Figs. 14-18's three panels)."""
-    cs = [float(c) for c in result["config"]["c_list"]]
-    i1, io = cs.index(1.0), 1 - cs.index(1.0)
-    runs = result["runs"]
-    return {"train": summary(runs, arch, task, "train"), "id": summary(runs, arch, task, "test", i1),
-            "ood": summary(runs, arch, task, "test", io)}
+    return arch_curves(result["runs"], result["config"]["c_list"], arch, task)
 
 
 def claims(result: dict) -> ClaimsTable:
