@@ -23,6 +23,7 @@ PROBE_SCALES = tuple(range(1, 9))
 TASK = "sort"
 KINDS = ("standard", "positional")
 DEEP_RATIO = (0.67, 1.5)  # deeper / shallower TV: below → shallower move more; above → deeper; between: inconclusive
+MIN_MODELS = 5  # fewer standard models: the deeper-vs-shallower verdict stays inconclusive
 
 PARAMS = (
     Param("embed", "int", "embedding width E", min=2, max=256),
@@ -161,16 +162,20 @@ def claims(result: dict) -> ClaimsTable:
     text = ("'deeper layers suffer more radical changes', already from c = 1 to c = 2: TV of the deeper half of the "
             "layers over the shallower half at c = 2 (median, and least, over seeds and probes)")
     ours = f"{r2:.2f} (least {lo:.2f})"
-    if r2 >= DEEP_RATIO[1] and lo > 1:
-        t.add("4", text, paper="> 1", ours=ours, holds=True, tolerance=f"median ≥ {DEEP_RATIO[1]}, every one > 1",
-              source="text")
+    models = len(runs["standard"])
+    rule = f"median ≥ {DEEP_RATIO[1]}, every one > 1, ≥ {MIN_MODELS} models"
+    if models < MIN_MODELS and r2 > DEEP_RATIO[0]:
+        t.inconclusive("4", text, paper="> 1", ours=ours, source="text",
+                       why=f"{models} model(s): too few for {rule} (a 4-seed CI check, measured once: median 1.57, "
+                           "least 0.72; layer 1 moved least in 7 of its 8 (seed, probe) pairs)")
+    elif r2 >= DEEP_RATIO[1] and lo > 1:
+        t.add("4", text, paper="> 1", ours=ours, holds=True, tolerance=rule, source="text")
     elif r2 <= DEEP_RATIO[0]:
-        t.add("4", text, paper="> 1", ours=ours, holds=False, tolerance=f"median ≥ {DEEP_RATIO[1]}, every one > 1",
-              source="text")
+        t.add("4", text, paper="> 1", ours=ours, holds=False, tolerance=rule, source="text")
     else:
-        t.inconclusive("4", text, paper="> 1", ours=ours,
+        t.inconclusive("4", text, paper="> 1", ours=ours, source="text",
                        why=f"median not ≥ {DEEP_RATIO[1]} with every one > 1, nor ≤ {DEEP_RATIO[0]} "
-                           f"({len(runs['standard'])} CI model(s); c = 2…8: {ra:.2f})")
+                           f"({models} models; c = 2…8: {ra:.2f})")
     t.not_run("5", "Figs. 36–37 with paper-scale standard models (E = 64, 2000 epochs)", paper="deeper layers more",
               source="text", command="attnlab run 001-positional/attention-maps --scale full --headless")
     return t
