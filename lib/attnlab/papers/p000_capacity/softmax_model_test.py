@@ -56,3 +56,13 @@ def test_training_learns_an_easy_graph():
     permutation far above the all-negative predictor (F1 = 0) within 1500 steps."""
     out = S.train_seed(24, 24, [(4, 32)], 0, steps=1500, lr=1e-2, n_val=50, n_test=200, ell=8)[0]
     assert out["f1"] > 0.9, out
+
+
+def test_max_kind_is_the_core_protocol():
+    """kind="max" runs the max-over-heads model through this loop: the same numbers as
+    models.train_seed (Fig. 1's protocol), so Fig. 5's comparison differs only in the model."""
+    kw = dict(steps=60, lr=3e-3, check_every=20, n_val=20, n_test=30)
+    core = M.train_seed(16, 8, [(1, 4), (2, 8)], 0, **kw)
+    here = S.train_seed(16, 8, [(1, 4), (2, 8)], 0, kind="max", **kw)
+    for a, b in zip(core, here):
+        assert abs(a["tau"] - b["tau"]) < 1e-6 and abs(a["f1"] - b["f1"]) < 1e-9 and a["steps"] == b["steps"]
