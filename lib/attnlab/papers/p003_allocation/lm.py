@@ -363,7 +363,7 @@ def plain_forward(state: dict[str, torch.Tensor], cfg: LMConfig, tokens: torch.T
     D, H, K = cfg.d_model, cfg.heads, cfg.head_dim
     s = state
     h = s["tok"][tokens] + s["pos"][:L]
-    mask = torch.ones(L, L, dtype=torch.bool).tril()
+    mask = torch.ones(L, L, dtype=torch.bool, device=tokens.device).tril()
 
     def rms(x, g):
         return x / torch.sqrt((x * x).mean(-1, keepdim=True) + EPS) * g

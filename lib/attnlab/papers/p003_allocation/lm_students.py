@@ -31,12 +31,14 @@ def bilinear(state: dict[str, torch.Tensor], cfg: lm.LMConfig, layer: int, head:
 @torch.no_grad()
 def layer_inputs(state: dict[str, torch.Tensor], cfg: lm.LMConfig, tokens: torch.Tensor, layer: int,
                  chunk: int = 64) -> np.ndarray:
-    """The normalised inputs a [N, L, D] (float64) of `layer`'s attention on windows tokens [N, L]."""
+    """The normalised inputs a [N, L, D] (float64 numpy) of `layer`'s attention on windows tokens
+    [N, L], computed on the device and in the dtype of `state`."""
     out = []
+    dev = state["tok"].device
     for i in range(0, len(tokens), chunk):
         cap: dict = {}
-        lm.plain_forward(state, cfg, tokens[i:i + chunk], capture=cap)
-        out.append(cap[(layer, "a")].numpy())
+        lm.plain_forward(state, cfg, tokens[i:i + chunk].to(dev), capture=cap)
+        out.append(cap[(layer, "a")].double().cpu().numpy())
     return np.concatenate(out)
 
 
@@ -112,8 +114,9 @@ def loss_with_head(state: dict[str, torch.Tensor], cfg: lm.LMConfig, inputs: tor
     """Mean next-token cross-entropy of the decoder on windows (inputs, targets [N, L]) with head
     `head` of `layer` attending by probs(a) [B, L, L] instead of its own weights (None: unchanged)."""
     total, count = 0.0, 0
+    dev = state["tok"].device
     for i in range(0, len(inputs), chunk):
-        x, y = inputs[i:i + chunk], targets[i:i + chunk]
+        x, y = inputs[i:i + chunk].to(dev), targets[i:i + chunk].to(dev)
 
         def override(l, h, a, p):
             return probs(a) if probs is not None and (l, h) == (layer, head) else None
@@ -128,11 +131,11 @@ def student_probs(A, B) -> Callable[[torch.Tensor], torch.Tensor]:
     """The attention of a student with factors A, B [D, d_h]: softmax_causal((a A)(a B)^T)."""
     A = torch.as_tensor(np.asarray(A), dtype=torch.float64)
     B = torch.as_tensor(np.asarray(B), dtype=torch.float64)
-    return lambda a: C.attention(a, A, B, causal=True)
+    return lambda a: C.attention(a, A.to(a), B.to(a), causal=True)
 
 
 def uniform_probs(a: torch.Tensor) -> torch.Tensor:
     """Uniform causal attention (the student with W^_Q = 0): the ablation that shows what the head does."""
     L = a.shape[-2]
-    U = torch.ones(L, L, dtype=a.dtype).tril()
+    U = torch.ones(L, L, dtype=a.dtype, device=a.device).tril()
     return (U / U.sum(-1, keepdim=True)).expand(a.shape[0], L, L)

@@ -59,7 +59,7 @@ PRESETS = {
              "context": 256, "heads": 12, "head_dim": 64, "ffn_mult": 8 / 3, "steps": 1200, "batch": 32, "lr": 3e-4,
              "warmup": 200, "beta2": 0.95, "weight_decay": 0.1, "clip": 1.0, "dropout": 0.1, "layer": -1, "head": 0,
              "ranks": [4, 8, 16, 24, 32, 48, 64], "student_steps": 10_000, "student_batch": 8, "student_lr": 1e-3,
-             "n_train": 2048, "n_eval": 256, "seed": 0},
+             "n_train": 512, "n_eval": 128, "seed": 0},
 }
 
 
@@ -112,7 +112,10 @@ def _data(cfg: dict) -> text.Data:
 
 
 def _students(ctx: Context, cfg: dict, tcfg: lm.LMConfig, teacher: dict, data: text.Data, layer: int) -> dict:
-    state = lm.decode_state(teacher["state"])
+    # forward passes of the teacher: float64 on the CPU, float32 on a GPU (the paper-scale teacher)
+    dev = torch.device(ctx.device)
+    state = {k: v.to(dev) for k, v in lm.decode_state(teacher["state"], torch.float64 if dev.type == "cpu"
+                                                      else torch.float32).items()}
     L = cfg["context"]
     xt, _ = text.eval_windows(data.train, L, cfg["n_train"])
     xe, ye = text.eval_windows(data.valid, L, cfg["n_eval"])
@@ -125,7 +128,7 @@ def _students(ctx: Context, cfg: dict, tcfg: lm.LMConfig, teacher: dict, data: t
     st = LS.train_students(M, X_train, X_eval, cfg["ranks"], cfg["student_steps"], cfg["student_batch"],
                            cfg["student_lr"], cfg["seed"], progress=bar)
     base = LS.loss_with_head(state, tcfg, xe, ye, layer, cfg["head"])
-    U = LS.uniform_probs(torch.as_tensor(X_eval))
+    U = LS.uniform_probs(torch.as_tensor(X_eval))  # [N, L, L] float64 on the CPU, as T_eval
     uniform = {"mse": float(((U - T_eval) ** 2).mean()),
                "ce": LS.loss_with_head(state, tcfg, xe, ye, layer, cfg["head"], LS.uniform_probs)}
     for k, row in st.items():
