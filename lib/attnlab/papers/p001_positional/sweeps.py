@@ -91,6 +91,46 @@ def _order(N: int, seed: int, epoch: int) -> torch.Tensor:
     return torch.randperm(N, generator=g)
 
 
+def _length_batches(lengths: np.ndarray, batch: int, seed: int, epoch: int) -> list[tuple[int, torch.Tensor]]:
+    """Epoch `epoch`'s batches of variable-length lists: (ℓ, indices) with one length per batch;
+    each length's lists permuted, cut into batches of `batch`, all batches shuffled; from (seed,
+    epoch) only."""
+    out = []
+    for ell in np.unique(lengths):
+        where = torch.as_tensor(np.flatnonzero(lengths == ell))
+        perm = where[_order(len(where), seed, epoch * 1000 + int(ell))]
+        out += [(int(ell), perm[s:s + batch]) for s in range(0, len(perm), batch)]
+    order = _order(len(out), seed, -1 - epoch).tolist()
+    return [out[i] for i in order]
+
+
+def variable_targets(tasks: list[str], x: np.ndarray, lengths: np.ndarray, dtype: torch.dtype, device) -> torch.Tensor:
+    """[R, N, n] targets of variable-length lists (row i: the target of x[i, :lengths[i]], then 0)."""
+    y = torch.zeros((len(tasks),) + x.shape, dtype=dtype, device=device)
+    for ell in np.unique(lengths):
+        rows = np.flatnonzero(lengths == ell)
+        y[:, torch.as_tensor(rows), :ell] = replica_targets(tasks, x[rows, :ell], dtype, device)
+    return y
+
+
+@torch.no_grad()
+def variable_mse(model: torch.nn.Module, task: str | Sequence[str], x: np.ndarray, lengths: np.ndarray,
+                 chunk: int = 4096) -> np.ndarray:
+    """[R] MSE over every real position of variable-length lists x [N, n] (lengths [N])."""
+    p0 = next(model.parameters())
+    tasks = _task_list(task, p0.shape[0])
+    total = torch.zeros(p0.shape[0], dtype=torch.float64, device=p0.device)
+    for ell in np.unique(lengths):
+        rows = x[lengths == ell, :ell]
+        for s in range(0, len(rows), chunk):
+            xs = rows[s:s + chunk]
+            pad = np.zeros((len(xs), x.shape[1]))
+            pad[:, :ell] = xs
+            pred = model(torch.as_tensor(pad, dtype=p0.dtype, device=p0.device), length=int(ell))
+            total += ((pred - replica_targets(tasks, xs, p0.dtype, p0.device)) ** 2).double().sum(dim=(1, 2))
+    return (total / lengths.sum()).cpu().numpy()
+
+
 # ------------------------------------------------------------------------------------- schedules
 
 def onecycle_lr(step: torch.Tensor, total: torch.Tensor, max_lr: float, pct_start: float = 0.1,
@@ -152,7 +192,7 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
           seed: int, epochs: int | None = None, steps: int | Sequence[int] | None = None,
           scheduler: str = "plateau", pct_start: float = 0.1, curve_every: int = 1,
           checkpoint: str | None = None, checkpoint_every: int = 0, deadline: float | None = None,
-          progress: bool = False, desc: str = "train") -> TrainLog:
+          progress: bool = False, desc: str = "train", lengths: np.ndarray | None = None) -> TrainLog:
     """Train the R replicas of `model` (forward: x [B, n] → [R, B, n]) on x_train [N, n] with MSE.
 
     Give `epochs` (every replica) or `steps` (an int, or one per replica: a replica stops, frozen,
@@ -160,7 +200,13 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
     initial (plateau, constant) or peak (onecycle) learning rate. With `checkpoint` (a path) and
     `checkpoint_every` > 0, the state is saved every that many steps and a later call with the
     same arguments resumes from it; past `deadline` (time.time()) it raises `Incomplete` after a
-    checkpoint. Returns a `TrainLog`."""
+    checkpoint. Returns a `TrainLog`.
+
+    Variable lengths (App. D.1.4): with `lengths` [N], list i holds lengths[i] values (the rest of
+    its row is padding, never read); every batch holds lists of one length ℓ (per epoch, each
+    length's lists are permuted and cut into batches, and all batches are shuffled, from (seed,
+    epoch) only), the model is called as model(x [B, n], length=ℓ) → [R, B, ℓ], and the loss is
+    the MSE over the ℓ real positions."""
     if (epochs is None) == (steps is None):
         raise ValueError("give exactly one of epochs and steps")
     if scheduler not in SCHEDULERS:
@@ -173,7 +219,13 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
     N = len(x_np)
     if x_np.ndim != 2 or N < 1:
         raise ValueError(f"x_train of shape {x_np.shape}: need [N, n] with N >= 1")
-    per_epoch = math.ceil(N / batch)
+    if lengths is None:
+        per_epoch = math.ceil(N / batch)
+    else:
+        lengths = np.asarray(lengths, dtype=np.int64)
+        if lengths.shape != (N,) or lengths.min() < 1 or lengths.max() > x_np.shape[1]:
+            raise ValueError(f"lengths: need one length in 1..{x_np.shape[1]} per training list")
+        per_epoch = sum(math.ceil(int((lengths == ell).sum()) / batch) for ell in np.unique(lengths))
     if epochs is not None:
         steps = epochs * per_epoch
     budget = np.array([steps] * R if isinstance(steps, (int, np.integer)) else list(steps), dtype=np.int64)
@@ -181,7 +233,7 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
         raise ValueError(f"steps {list(budget)}: need one non-negative count or one per replica ({R})")
     total = int(budget.max())
     x = torch.as_tensor(x_np, dtype=dt, device=dev)
-    y = replica_targets(tasks, x_np, dt, dev)
+    y = replica_targets(tasks, x_np, dt, dev) if lengths is None else variable_targets(tasks, x_np, lengths, dt, dev)
     opt = MaskedAdam(params)
     plateau = Plateau.start(lr, R)
     step, curve, seconds = 0, [], 0.0
@@ -196,14 +248,23 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
         step, curve, seconds = ck["step"], ck["curve"], ck["seconds"]
         epoch_sum = ck["epoch_sum"].to(dev)
     budget_t = torch.as_tensor(budget, device=dev)
+    epoch_batches = None
     start = time.perf_counter()
     bar = tqdm(total=total, initial=step, desc=desc, disable=not progress, mininterval=5.0, leave=False)
     while step < total:
         epoch, k = divmod(step, per_epoch)
-        idx = _order(N, seed, epoch)[k * batch:(k + 1) * batch].to(dev)
         active = budget_t > step
-        pred = model(x[idx])
-        loss = ((pred - y[:, idx]) ** 2).mean(dim=(1, 2))
+        if lengths is None:
+            idx = _order(N, seed, epoch)[k * batch:(k + 1) * batch].to(dev)
+            pred = model(x[idx])
+            loss = ((pred - y[:, idx]) ** 2).mean(dim=(1, 2))
+        else:
+            if epoch_batches is None or epoch_batches[0] != epoch:
+                epoch_batches = (epoch, _length_batches(lengths, batch, seed, epoch))
+            ell, idx = epoch_batches[1][k]
+            idx = idx.to(dev)
+            pred = model(x[idx], length=ell)
+            loss = ((pred - y[:, idx, :ell]) ** 2).mean(dim=(1, 2))
         for p in params:
             p.grad = None
         loss.sum().backward()
@@ -239,7 +300,8 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
     final_lr = (plateau.lr if scheduler == "plateau" else
                 onecycle_lr(torch.as_tensor(budget - 1).clamp(min=0), torch.as_tensor(budget), lr, pct_start).numpy()
                 if scheduler == "onecycle" else np.full(R, lr))
-    return TrainLog(steps=budget.tolist(), train_mse=mse(model, tasks, x_np).tolist(),
+    train_mse = mse(model, tasks, x_np) if lengths is None else variable_mse(model, tasks, x_np, lengths)
+    return TrainLog(steps=budget.tolist(), train_mse=train_mse.tolist(),
                     final_lr=[float(v) for v in final_lr], curve=curve, seconds=seconds)
 
 
