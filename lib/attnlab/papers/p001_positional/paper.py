@@ -153,3 +153,7 @@ FIG9_13_OOD_MEDIANS = {
     "sort": {"positional": {2: 2.7e-3, 32: 1.0e-2}, "standard": {2: 0.43, 32: 3.7}},
     "maxsub": {"positional": {2: 1.9e-3, 32: 0.12}, "standard": {2: 0.30, 32: 69.0}},
 }
+# Fig. 19: medians over ten runs at c = 10, as Fig. 19 draws them (the authors' released runs, digest
+# §4 E4; source "figure"): task -> (standard, positional)
+FIG19_C10_MEDIANS = {"cumsum": (333.0, 9.4e-2), "cummin": (84.0, 0.28), "cummedian": (81.0, 6.5e-2),
+                     "sort": (391.0, 0.32), "maxsub": (912.0, 0.55)}
