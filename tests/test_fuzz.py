@@ -205,6 +205,9 @@ PRODUCTS = [  # each value is within its own bound; together they would need far
     ("004-memorization/thm2-kl-upper-bound", dict(configs=[[100_000, 2]], n_seq=100_000)),
     ("002-counting/constructions-d-equals-T", dict(exhaustive=[[64, 64]])),
     ("002-counting/phase-diagrams-softmax", dict(T=4096, L=256, d_list=[4096], p_list=[4096], batch_size=65536)),
+    ("001-positional/k-hop", dict(batch=65536, embed=1023, heads=3, seq_len=256, layers_list=[16])),
+    ("001-positional/mixed-type", dict(seeds=100, batch=65536, embed=1024, hidden=4096, layers=16)),
+    ("001-positional/gpt2-comparison", dict(seeds=100, pos_batch=65536, embed=1024, hidden=4096)),
 ]
 
 
