@@ -50,14 +50,41 @@ class MaxOverHeadsQK(ReplicaModule):
             head_ok[r, :h] = True
         self.register_buffer("assign", assign.to(self.device))
         self.register_buffer("head_ok", head_ok.to(self.device))
+        # The forward groups replicas by head width d_k = D_K / h (a replica's heads all have its d_k):
+        # per group one batched matmul over (replica, head) slots of width d_k, so the scores cost
+        # ell^2 D_K per replica and context (up to the group's head padding), not ell^2 D_K H as a
+        # contraction with `assign` does. Replica order: groups by increasing d_k, `unpermute` back.
+        self._groups: list[tuple[torch.Tensor, int, int, torch.Tensor | None]] = []
+        order: list[int] = []
+        for dk in sorted({D_K // h for h, D_K in specs}):
+            rows = [r for r, (h, D_K) in enumerate(specs) if D_K // h == dk]
+            Hg = max(specs[r][0] for r in rows)
+            ok = head_ok[rows, :Hg]
+            self._groups.append((torch.tensor(rows, device=self.device), dk, Hg,
+                                 None if bool(ok.all()) else (~ok).to(self.device)[:, None, :, None, None]))
+            order += rows
+        self._identity = order == list(range(self.R))  # one group in replica order: no gather, no unpermute
+        self.register_buffer("unpermute", torch.argsort(torch.tensor(order)).to(self.device))
 
     def forward(self, Xc: torch.Tensor) -> torch.Tensor:
         """Xc: (n, ell, d) context embeddings -> S_max - tau, (R, n, ell, ell)."""
-        Q = torch.einsum("npd,rdc->rnpc", Xc, self.w("W_Q"))
-        K = torch.einsum("npd,rdc->rnpc", Xc, self.w("W_K"))
-        S = torch.einsum("rnpc,rnqc,rch->rnhpq", Q, K, self.assign)
-        S = S.masked_fill(~self.head_ok[:, None, :, None, None], float("-inf"))
-        return S.amax(dim=2) - self.w("tau").view(-1, 1, 1, 1)
+        n, ell, d = Xc.shape
+        X2 = Xc.reshape(1, n * ell, d)
+        WQ, WK = self.w("W_Q"), self.w("W_K")
+        outs = []
+        for rows, dk, Hg, pad in self._groups:
+            width = Hg * dk
+            wq = (WQ if self._identity else WQ.index_select(0, rows))[:, :, :width]
+            wk = (WK if self._identity else WK.index_select(0, rows))[:, :, :width]
+            Rg = wq.shape[0]
+            Q = torch.matmul(X2, wq).view(Rg, n, ell, Hg, dk).transpose(2, 3)  # (Rg, n, Hg, ell, dk)
+            K = torch.matmul(X2, wk).view(Rg, n, ell, Hg, dk).transpose(2, 3)
+            S = Q @ K.transpose(-1, -2)  # (Rg, n, Hg, ell, ell)
+            if pad is not None:  # heads beyond a replica's h
+                S = S.masked_fill(pad, float("-inf"))
+            outs.append(S.amax(dim=2))
+        S = outs[0] if self._identity else torch.cat(outs).index_select(0, self.unpermute)
+        return S - self.w("tau").view(-1, 1, 1, 1)
 
 
 def rgr_loss(margin: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:

@@ -98,3 +98,52 @@ def test_grid_cutoffs_and_freezing():
     stopped = M.train_grid(runs[1:], stop_f1=-1.0, **kw)[0]
     assert stopped["stopped"] and stopped["steps"] == 30
 
+
+
+def _assign_forward(model: M.MaxOverHeadsQK, Xc: torch.Tensor) -> torch.Tensor:
+    """MaxOverHeadsQK's former forward (a contraction with the column-to-head assignment, ell^2 D_K H
+    per replica), kept as the reference of the grouped forward."""
+    Q = torch.einsum("npd,rdc->rnpc", Xc, model.w("W_Q"))
+    K = torch.einsum("npd,rdc->rnpc", Xc, model.w("W_K"))
+    S = torch.einsum("rnpc,rnqc,rch->rnhpq", Q, K, model.assign.to(Q.dtype))
+    S = S.masked_fill(~model.head_ok[:, None, :, None, None], float("-inf"))
+    return S.amax(dim=2) - model.w("tau").view(-1, 1, 1, 1)
+
+
+def test_grouped_forward_equals_the_assignment_contraction():
+    """The forward grouped by head width equals the former contraction with `assign`, values and
+    gradients, on random specs (head counts that do not divide the padded widths, one-column heads,
+    one spec alone, a reordered batch): to 1e-12 in float64, 1e-6 (relative) in float32."""
+    rng = np.random.default_rng(0)
+    cases = [[(1, 4), (2, 6), (3, 3), (2, 8)], [(3, 9)], [(5, 5), (1, 7), (2, 4), (5, 10), (3, 6), (1, 1)]]
+    for _ in range(3):
+        cases.append([(int(h), int(h) * int(rng.integers(1, 6))) for h in rng.integers(1, 6, size=int(rng.integers(2, 9)))])
+    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-6)):
+        for i, specs in enumerate(cases):
+            d = 7
+            inits = [M.init_weights(d, h, D, 10, i) for h, D in specs]
+            model = M.MaxOverHeadsQK(d, specs, inits).to(dtype)
+            with torch.no_grad():
+                model.tau[:, 0] = torch.linspace(-0.3, 0.3, len(specs), dtype=dtype)
+            Xc = torch.randn(3, 6, d, dtype=dtype, generator=torch.Generator().manual_seed(i))
+            out, ref = model(Xc), _assign_forward(model, Xc)
+            scale = float(ref.detach().abs().max())
+            torch.testing.assert_close(out, ref, atol=tol * scale, rtol=0)
+            gw = torch.randn(out.shape, dtype=dtype, generator=torch.Generator().manual_seed(100 + i))
+            got = torch.autograd.grad((out * gw).sum(), (model.W_Q, model.W_K, model.tau))
+            want = torch.autograd.grad((ref * gw).sum(), (model.W_Q, model.W_K, model.tau))
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a, b, atol=tol * max(1.0, float(b.abs().max())), rtol=0)
+
+
+def test_grouped_forward_replica_is_independent_of_the_batch():
+    """Replica r's output is the same alone and among replicas of other head widths (bit for bit in
+    float64 up to summation order: 1e-12)."""
+    d, specs = 5, [(2, 6), (1, 2), (4, 8), (3, 9), (2, 2)]
+    inits = [M.init_weights(d, h, D, 10, 3) for h, D in specs]
+    batch = M.MaxOverHeadsQK(d, specs, inits).double()
+    Xc = torch.randn(2, 4, d, dtype=torch.float64)
+    out = batch(Xc)
+    for r, (spec, init) in enumerate(zip(specs, inits)):
+        alone = M.MaxOverHeadsQK(d, [spec], [init]).double()
+        torch.testing.assert_close(out[r], alone(Xc)[0], atol=1e-12, rtol=0)
