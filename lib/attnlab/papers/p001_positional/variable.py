@@ -3,11 +3,11 @@
 A list of length ℓ ≤ n uses the nodes of the first ℓ positions and the scratchpad, whose
 positional-encoding rows are the first ℓ one-hot rows and the scratchpad's row (the authors' code).
 `VariableTransformer` is `models.Transformer` built for n (⌈log₂ n⌉ + 1 layers, P = I_{n+1}) whose
-forward takes a length: the list is padded to n with zeros, and the attention of every layer is
-renormalised over the kept keys (the ℓ inputs and the scratchpad), i.e. the padded nodes get weight
-exactly 0: softmax restricted to the kept keys equals softmax over all keys, masked and divided by
-its kept mass. The padded nodes still compute something, but no kept node ever reads it, and the
-loss ignores them; so the output equals that of an (ℓ + 1)-node model with those P rows (tested:
+forward takes a length: the list is padded to n with zeros, and in every layer the logits of the
+padded keys are set to −∞ before the softmax (the softmax runs over the ℓ inputs and the
+scratchpad only; renormalising the full softmax instead underflows to 0/0 for a standard model at
+large c). The padded nodes still compute something, but no kept node ever reads it, and the loss
+ignores them; so the output equals that of an (ℓ + 1)-node model with those P rows (tested:
 independence of the padding values, and equality with the explicit ℓ-node model). Built here by
 masking, in this module, without changing `models.py`.
 
@@ -46,11 +46,19 @@ class VariableTransformer(Transformer):
         self._keep: torch.Tensor | None = None
 
     def attention(self, l: int, h: torch.Tensor | None = None) -> torch.Tensor:
-        A = super().attention(l, h)
+        """The parent's attention (one-hot P, no RoPE) with the padded keys' logits set to −∞."""
         if self._keep is None:
-            return A
-        A = A * self._keep
-        return A / A.sum(dim=-1, keepdim=True)
+            return super().attention(l, h)
+        qW, qb, kW, kb = (self.w(f"{nm}{l}") for nm in ("q_W", "q_b", "k_W", "k_b"))
+        if self.kind == "positional":
+            q = self._from_P(qW) + qb.unsqueeze(2)
+            k = self._from_P(kW) + kb.unsqueeze(2)
+            logits = q @ k.transpose(-1, -2) * self.qk_scale.view(-1, 1, 1, 1)
+        else:
+            q = torch.einsum("rbne,rhek->rbhnk", h, qW) + qb[:, None, :, None, :]
+            k = torch.einsum("rbne,rhek->rbhnk", h, kW) + kb[:, None, :, None, :]
+            logits = q @ k.transpose(-1, -2) * self.qk_scale.view(-1, 1, 1, 1, 1)
+        return torch.softmax(logits.masked_fill(self._keep == 0, float("-inf")), dim=-1)
 
     def forward(self, x: torch.Tensor, length: int | None = None, return_attention: bool = False):
         length = self.n if length is None else int(length)
