@@ -22,6 +22,7 @@ BOOK_ORDER: tuple[str, ...] = (
     "sample-size",  # §7.1, Fig. 2; App. D.1.3, Figs. 14-18
     "ood-scale",  # §7.2, Fig. 4
     "input-length",  # App. D.1.2, Figs. 9-13
+    "variable-length",  # App. D.1.4, Fig. 19
     "positional-encodings",  # App. D.1.6, Figs. 22-24
     "compact-standard",  # App. D.1.5, Figs. 20-21
     "ablations",  # App. D.1.7, Figs. 25-26
