@@ -26,3 +26,8 @@ def test_bad_parameters_name_themselves(tmp_path):
         exp.config("ci", ns=[1, 4])
     with pytest.raises(ParameterError, match="'ns'"):
         exp.run(exp.config("ci", ns=[8, 4]), store_root=tmp_path, progress=False)
+
+
+def test_the_full_preset_is_valid():
+    cfg = ex.EXPERIMENTS[0].config("full")
+    assert cfg["epochs"] == 2000 and cfg["seeds"] == 10 and cfg["steps"] is None

@@ -28,3 +28,8 @@ def test_bad_parameters_name_themselves():
         exp.run(exp.config("ci", tasks="cumprod"), progress=False)
     with pytest.raises(ParameterError, match="'seeds'"):
         exp.config("ci", seeds=10**6)
+
+
+def test_the_full_preset_is_valid():
+    cfg = ex.EXPERIMENTS[0].config("full")
+    assert cfg["epochs"] == 2000 and cfg["seeds"] == 10 and cfg["steps"] is None

@@ -30,3 +30,8 @@ def test_bad_parameters_name_themselves(tmp_path):
         exp.run(exp.config("ci", sizes=[64, 16]), store_root=tmp_path, progress=False)
     with pytest.raises(ParameterError, match="'c_list'"):
         exp.run(exp.config("ci", c_list=[2.0, 3.0]), store_root=tmp_path, progress=False)
+
+
+def test_the_full_preset_is_valid():
+    cfg = ex.EXPERIMENTS[0].config("full")
+    assert cfg["epochs"] == 2000 and cfg["seeds"] == 10 and cfg["steps"] is None

@@ -23,8 +23,10 @@ from ..variable import sweep_variable
 from ..variant_runs import FULL, TRAIN_PARAMS, full_command, protocol, task_list
 
 SLUG = "variable-length"
-PARAMS = tuple(p if p.name != "n" else Param("n", "int", "maximum input length (the paper: 8)", min=2, max=32)
-               for p in TRAIN_PARAMS) + (
+_OWN = {"n": Param("n", "int", "maximum input length (the paper: 8)", min=2, max=32),
+        "samples": Param("samples", "int", "training lists, all lengths equally represented (the paper: 500,000)",
+                         min=16, max=2_000_000)}
+PARAMS = tuple(_OWN.get(p.name, p) for p in TRAIN_PARAMS) + (
     Param("checkpoint_every", "int", "steps between checkpoints of a program (0 = none)", min=0, max=10_000_000),
     Param("time_limit", "float", "minutes after which a run stops at a checkpoint (0 = no limit; rerun resumes)",
           min=0.0, max=10_000.0),

@@ -24,3 +24,8 @@ def test_runs_resumes_and_tabulates(tmp_path):
 def test_bad_parameters_name_themselves():
     with pytest.raises(ParameterError, match="'n'"):
         ex.EXPERIMENTS[0].config("ci", n=1)
+
+
+def test_the_full_preset_is_valid():
+    cfg = ex.EXPERIMENTS[0].config("full")
+    assert cfg["epochs"] == 2000 and cfg["seeds"] == 10 and cfg["steps"] is None
