@@ -211,7 +211,7 @@ def claims(result: dict) -> ClaimsTable:
             t.add(f"12 ({m},{d})", f"Fig. 8: D_K* of (m, d) = ({m}, {d}) on the grid {c['grid']}, within one grid step "
                                    f"(h* = {c['h_star']}, d_k* = {c['d_k']})",
                   paper=f"{lo}–{hi}", ours=c["central"], holds=ok,
-                  tolerance=f"{a if a > -math.inf else '≤'}–{b if b < math.inf else '…'}", asserted=True, source="figure")
+                  tolerance=(f"{a}–{b}" if a > -math.inf and b < math.inf else f"≤ {b}" if b < math.inf else f"≥ {a}"), asserted=True, source="figure")
     pairs = [((m, d), (m, d2)) for (m, d) in cells for (m2, d2) in cells if m2 == m and d2 > d] + \
             [((m2, d), (m, d)) for (m, d) in cells for (m2, d2) in cells if d2 == d and m2 > m]
     if pairs and all(ours[a] is not None for pair in pairs for a in pair):

@@ -115,22 +115,31 @@ def claims(result: dict) -> ClaimsTable:
         t.add("4", f"the threshold shifts right: F1 of the max-over-heads model minus the softmax model, mean over "
                    f"the {len(shared)} shared (h > 1, D_K) (same data, initial weights, steps)", paper="> 0",
               ours=mean_diff, holds=mean_diff >= 0.03, tolerance="≥ 0.03", asserted=True, source="text")
-        t.add("5", "… and never the other way round: the smallest of those differences", paper="≥ 0",
-              ours=min(diffs), holds=min(diffs) >= -0.02, tolerance="≥ −0.02", asserted=False, source="text")
+        text5 = "… and never the other way round: the smallest of those differences"
+        if cfg["seeds"] < 3:
+            # measured: a float32 reordering of the max model's score computation (same function to 1e-6) moved
+            # this minimum from +0.025 to -0.040 at one seed; single points are noisier than the tolerance
+            t.inconclusive("5", text5, paper="≥ 0", ours=min(diffs), source="text",
+                           why=f"{cfg['seeds']} seed(s): one (h, D_K) point moves by ~0.06 under float32 rounding "
+                               "changes, more than the margin (≥ −0.02)")
+        else:
+            t.add("5", text5, paper="≥ 0", ours=min(diffs), holds=min(diffs) >= -0.02, tolerance="≥ −0.02",
+                  asserted=False, source="text")
         s_soft, s_max = dk_star(f), dk_star(fmax)
-        text = "smallest D_K with mean F1 ≥ 0.99: softmax against max-over-heads (None: not reached on the grid)"
+        text = "smallest D_K with mean F1 ≥ 0.99: softmax against max-over-heads (on this grid)"
         if s_max is None:
-            t.inconclusive("6", text, paper="softmax > max", ours=f"{s_soft} vs {s_max}",
+            t.inconclusive("6", text, paper="softmax > max", ours=f"{s_soft or 'not reached'} vs not reached",
                            why="the max model does not pass on this grid either", source="text")
         else:
-            t.add("6", text, paper="softmax > max", ours=f"{s_soft} vs {s_max}", holds=s_soft is None or s_soft > s_max,
+            t.add("6", text, paper="softmax > max", ours=f"{s_soft or 'not reached'} vs {s_max}",
+                  holds=s_soft is None or s_soft > s_max,
                   tolerance="softmax larger or not reached", asserted=False, source="text")
     lo, hi = paper.FIG8_DKSTAR.get((m, d), (None, None))
     if lo is not None:
         s_soft = dk_star(f)
         t.add("7", f"Fig. 8 gives D_K* = {lo}–{hi} for the max model at (m, d) = ({m}, {d}); the softmax model "
-                   "needs more (its smallest passing D_K on our grid; None: not reached)", paper=f"> {hi}",
-              ours=s_soft, holds=s_soft is None or s_soft > hi, tolerance=f"> {hi} or not reached", asserted=False,
+                   "needs more (its smallest passing D_K on our grid)", paper=f"> {hi}",
+              ours=s_soft if s_soft is not None else f"not reached (≤ {max(D for _, D in f)})", holds=s_soft is None or s_soft > hi, tolerance=f"> {hi} or not reached", asserted=False,
               source="figure")
     t.not_run("8", "Fig. 5 itself: several (m, d) panels incl. (64, 32) where h = 1 suffices, 3 seeds, up to 80,000 "
                    "steps at lr 1e-3 with early stopping", paper="advantage in every panel but (64, 32)",

@@ -114,9 +114,17 @@ def claims(result: dict) -> ClaimsTable:
         low = min(D for _, D in g)
         h_max = max(h for h, D in g if D == low)
         if (1, low) in g and h_max > 1:
-            t.add("5", f"d = {hi_d}, low D_K = {low}: a single head beats the most fragmented h = {h_max} (d_k = "
-                       f"{low // h_max}); MSE(h = 1) − MSE(h = {h_max})", paper="< 0", ours=g[(1, low)] - g[(h_max, low)],
-                  holds=g[(1, low)] < g[(h_max, low)], tolerance="< 0", asserted=False, source="text")
+            text = (f"d = {hi_d}, low D_K = {low}: a single head beats the most fragmented h = {h_max} (d_k = "
+                    f"{low // h_max}); MSE(h = 1) − MSE(h = {h_max})")
+            diff = g[(1, low)] - g[(h_max, low)]
+            if abs(diff) < 0.02:
+                # a difference of under 2 % of the zero predictor's MSE: 'beats' and 'on par' look the same
+                t.inconclusive("5", text, paper="< 0", ours=diff, source="text",
+                               why=f"difference within ±0.02 (2 % of the zero predictor's MSE) at {cfg['seeds']} seed(s): "
+                                   "'beats' cannot be told from 'on par'")
+            else:
+                t.add("5", text, paper="< 0", ours=diff, holds=diff < -0.02, tolerance="< −0.02",
+                      asserted=False, source="text")
     t.not_run("6", "Fig. 6 itself: h ≤ 16, a finer D_K sweep, 3 seeds, lr 1e-3 with early stopping on validation MSE",
               paper="as above, with 95% CIs", command="attnlab run 000-capacity/fig6-value-channel --scale full --headless")
     return t

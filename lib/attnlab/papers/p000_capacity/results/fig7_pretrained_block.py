@@ -147,9 +147,12 @@ def claims(result: dict) -> ClaimsTable:
     m = cfg["m"]
     t = ClaimsTable()
     worst = min(r["test_acc"] for r in result["runs"])
-    t.add("1", f"§7.3 [{label}]: the block learns the two-step retrieval (worst test accuracy over the "
-               f"{len(result['runs'])} runs; the always-NULL baseline scores 0)", paper="> 0 (baseline 0)",
-          ours=worst, holds=worst > 0.1, tolerance="> 0.1", asserted=True, source="text")
+    # a sanity check of the pipeline, not a number of Fig. 7 (which needs GPT-2 and 100,000 steps): the paper
+    # prints no accuracy this short run could be compared with, so it is not counted as a reproduction
+    t.consistency("1", f"[{label}] sanity check: the block learns something of the two-step retrieval (worst test "
+                       f"accuracy over the {len(result['runs'])} runs; the always-NULL baseline scores 0, a uniform "
+                       f"guess 1/{m})", expected="> 0.1", ours=worst, holds=worst > 0.1, tolerance="> 0.1",
+                  asserted=True)
     late = max(r["tail_loss"] for r in result["runs"])
     t.consistency("2", f"[{label}] training moves off the uniform prediction: the largest late training loss "
                        f"against ln(m + 1) − 0.5", expected=math.log(m + 1) - 0.5, ours=late,
