@@ -212,20 +212,21 @@ def claims(result: dict) -> ClaimsTable:
         t.consistency("7", "the student at d_h = d_H (SVD init) is the teacher (held-out MSE)", expected=0.0,
                       ours="< 1e-20" if tab[d_H]["init_mse"] < 1e-20 else tab[d_H]["init_mse"],
                       holds=tab[d_H]["init_mse"] < 1e-20, tolerance="1e-20", asserted=True)
+    sub = f"[SUBSTITUTE {head['teacher']['name']}] " if head["teacher"]["substitute"] else ""
     low = [k for k in tab if k < d_H]
     if low:
         helped = all(tab[k]["final_mse"] < tab[k]["init_mse"] for k in low)
-        t.add("8", "compression strategy (§5): training after SVD initialisation lowers the held-out MSE, every d_h < d_H",
+        t.add("8", sub + "compression strategy (§5): training after SVD initialisation lowers the held-out MSE, every d_h < d_H",
               paper="lower", ours=f"{min(tab[k]['init_mse'] / tab[k]['final_mse'] for k in low):.1f}x at least",
               holds=helped, tolerance="final < init for all", asserted=cfg["steps"] >= 100, source="text")
     if d_H % 4 == 0 and d_H // 4 in tab:
         r = tab[d_H // 4]["relative"]
-        t.add("9", f"Fig. 4: a student of d_h = d_H/4 = {d_H // 4} mimics the teacher: its MSE relative to uniform "
+        t.add("9", sub + f"Fig. 4: a student of d_h = d_H/4 = {d_H // 4} mimics the teacher: its MSE relative to uniform "
               "attention's", paper="small", ours=round(r, 3), holds=r <= 0.1,
               tolerance="<= 0.1 (captures 90% of the teacher's departure from uniform)", source="text")
     best = [tab[k]["best_mse"] for k in sorted(tab)]
     mono = all(b2 <= b1 * 1.05 for b1, b2 in zip(best, best[1:]))
-    t.add("10", "Fig. 4's shape: the student's error falls as d_h grows (best of init / trained)", paper="decreasing",
+    t.add("10", sub + "Fig. 4's shape: the student's error falls as d_h grows (best of init / trained)", paper="decreasing",
           ours=" > ".join(f"{b:.1e}" for b in best), holds=mono, tolerance="non-increasing (5% slack)", source="figure")
     t.not_run("11", "Fig. 4 at the paper's protocol: LiteLlama-460M layer 5 head 0 (d_H = 64, RoPE), L = 1024, 10,000 Adam "
               "steps, d_h = 4..64", paper="small loss at low d_h",

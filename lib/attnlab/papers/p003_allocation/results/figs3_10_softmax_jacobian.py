@@ -132,11 +132,12 @@ def claims(result: dict) -> ClaimsTable:
     sl = slopes(result)
     jm = series(result, "middle_jac")
     t = ClaimsTable()
+    sub = f"[SUBSTITUTE {info['name']}] " if info["substitute"] else ""
     falls = bool(sl["middle_jac"] < 0 and jm[-1] < jm[0])
-    t.add("1", "Fig. 3: ||J||_2 of the softmax falls with L (middle query; log-log slope)", paper="decreasing",
+    t.add("1", sub + "Fig. 3: ||J||_2 of the softmax falls with L (middle query; log-log slope)", paper="decreasing",
           ours=round(sl["middle_jac"], 2), holds=falls, tolerance="slope < 0, last < first", asserted=True, source="text")
     v = sl["middle_jac"]
-    t.add("2", "Thm 5.1 on the pretrained head: ||J_l||_2 = O(1/L) (slope of the middle query)", paper=-1,
+    t.add("2", sub + "Thm 5.1 on the pretrained head: ||J_l||_2 = O(1/L) (slope of the middle query)", paper=-1,
           ours=round(v, 2), holds=-1.15 <= v <= -0.85, tolerance="slope in [-1.15, -0.85]", source="text")
     t.consistency("3", "||J||_2 between p_(2) and p_(1), and p_(1) <= e^(max z - min z) / n (Lemma B.3's form), "
                   "every span and L", expected="<= 1",
@@ -149,11 +150,11 @@ def claims(result: dict) -> ClaimsTable:
                   f"head {cfg['head']}, largest |difference|)", expected="< 1e-5", ours="< 1e-5" if worst < 1e-5 else worst,
                   holds=bool(worst < 1e-5), tolerance="1e-5 (float32 model)", asserted=True)
     a = sl["middle_l2"]
-    t.add("5", "Fig. 10: the logits' l2 norm at the middle token 'grows slowly' with L, judged against sqrt(L) "
+    t.add("5", sub + "Fig. 10: the logits' l2 norm at the middle token 'grows slowly' with L, judged against sqrt(L) "
           "(the growth of L entries of size O(1))", paper="slow growth", ours=round(a, 2), holds=a < 0.4,
           tolerance="slope < 0.4 (sqrt L: 0.5)", source="text")
     b = sl["middle_linf"]
-    t.add("6", "Fig. 10 / Thm 5.1's constant: the largest logit |z|_inf at the middle token grows slowly",
+    t.add("6", sub + "Fig. 10 / Thm 5.1's constant: the largest logit |z|_inf at the middle token grows slowly",
           paper="slow growth", ours=round(b, 2), holds=b < 0.4, tolerance="slope < 0.4 (sqrt L: 0.5)", source="text")
     cmd = "ATTNLAB_MODELS=<folder with TinyLlama-1.1B/> attnlab run 003-allocation/figs3-10-softmax-jacobian --scale full --headless"
     if info["substitute"] or max(cfg["lengths"]) < 1024:
