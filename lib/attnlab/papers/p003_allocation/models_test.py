@@ -62,3 +62,57 @@ def test_bad_config():
         EncoderConfig(2, 8, 3, 8)
     with pytest.raises(ValueError):
         ReplicaEncoder([EncoderConfig(2, 8, 2, 8), EncoderConfig(2, 16, 2, 8)], 4)
+
+
+def _former_forward(m: ReplicaEncoder, x: torch.Tensor) -> torch.Tensor:
+    """ReplicaEncoder's former forward (layer norm by mean and variance, scaled_dot_product_attention
+    per head group, bmm then bias), kept as the reference of the current one."""
+    import torch.nn.functional as F
+
+    def ln(t, g, b, eps=1e-5):
+        return (t - t.mean(-1, keepdim=True)) / torch.sqrt(t.var(-1, unbiased=False, keepdim=True) + eps) * g + b
+
+    def lin(t, W, b):
+        R, B, L, i = t.shape
+        return (torch.bmm(t.reshape(R, B * L, i), W.transpose(1, 2)) + b.unsqueeze(1)).view(R, B, L, -1)
+
+    R, B, L, _ = x.shape
+    w = m.w
+    h = lin(x, w("W_E"), w("b_E")) + m.pe[:L]
+    q, k, v = lin(ln(h, w("ln1_g").view(R, 1, 1, -1), w("ln1_b").view(R, 1, 1, -1)), w("W_in"), w("b_in")).chunk(3, -1)
+    D = q.shape[-1]
+    outs = []
+    for H, idx in m.groups:
+        def split(t):
+            return t.index_select(0, idx).view(len(idx) * B, L, H, D // H).transpose(1, 2)
+        o = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=m.causal)
+        outs.append(o.transpose(1, 2).reshape(len(idx), B, L, D))
+    h = h + lin(torch.cat(outs, 0).index_select(0, m.unpermute), w("W_out"), w("b_out"))
+    f = ln(h, w("ln2_g").view(R, 1, 1, -1), w("ln2_b").view(R, 1, 1, -1))
+    h = h + lin(torch.relu(lin(f, w("W_1"), w("b_1"))), w("W_2"), w("b_2"))
+    return lin(h, w("W_R"), w("b_R"))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_forward_equals_the_former_forward(causal):
+    """Explicit attention, F.layer_norm, baddbmm and unmasked full parameters compute the former
+    forward's function, values and gradients (float64, 1e-10), for replicas sorted by H (slices) or
+    not (gathers), FFN widths that pad (incl. 0), shorter inputs than the model's L; perturbed
+    LayerNorm gains and biases so that they matter."""
+    g = torch.Generator().manual_seed(0)
+    for cfgs in ([EncoderConfig(3, 8, H, f, seed=s, causal=causal) for H, f, s in
+                  [(4, 16, 0), (1, 8, 1), (8, 0, 2), (2, 16, 3), (4, 4, 4)]],
+                 [EncoderConfig(2, 16, H, 16, seed=s, causal=causal) for H in (1, 4, 16) for s in (0, 1)],
+                 [EncoderConfig(2, 8, 2, 8, seed=5, causal=causal)]):
+        m = ReplicaEncoder(cfgs, 7, dtype=torch.float64)
+        with torch.no_grad():
+            for n in ("ln1_g", "ln1_b", "ln2_g", "ln2_b", "b_in", "b_out"):
+                getattr(m, n).add_(0.3 * torch.randn(getattr(m, n).shape, generator=g, dtype=torch.float64))
+        for L in (7, 5):
+            x = torch.randn(len(cfgs), 3, L, cfgs[0].d, generator=g, dtype=torch.float64)
+            out, ref = m(x), _former_forward(m, x)
+            torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
+            gy = torch.randn(out.shape, generator=g, dtype=torch.float64)
+            params = list(m.parameters())
+            for a, b in zip(torch.autograd.grad((out * gy).sum(), params), torch.autograd.grad((ref * gy).sum(), params)):
+                torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
