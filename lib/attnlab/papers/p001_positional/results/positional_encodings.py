@@ -71,11 +71,15 @@ def claims(result: dict) -> ClaimsTable:
                        why=f"within 2× either way with {cfg['seeds']} seed(s), {cfg['steps'] or cfg['epochs']} "
                            f"{'steps' if cfg['steps'] else 'epochs'}; §7 also says 'no significant differences'",
                        source="text")
-    c1 = {enc: max(at(cfg, runs[f"positional, {enc}"][task]["test"], 1.0) / at(cfg, runs["positional, one-hot"][task]["test"], 1.0)
+    c1 = {enc: min(at(cfg, runs[f"positional, {enc}"][task]["test"], 1.0) / at(cfg, runs["positional, one-hot"][task]["test"], 1.0)
                    for task in tasks) for enc in ("binary", "sinusoidal")}
-    t.add("5", "binary and sinusoidal P are 'less expressive than one-hot': the positional Transformer's ID (c = 1) "
-          "MSE with them over its one-hot MSE (least of the two encodings)", paper="≥ 1 (less expressive)",
-          ours=min(c1.values()), holds=min(c1.values()) >= 1, tolerance="≥ 1", source="text")
+    # 'less expressive' is a statement about what the encodings can represent; a higher ID MSE after a fixed
+    # training budget is consistent with it but cannot tell it from slower fitting of the same function
+    t.inconclusive("5", "binary and sinusoidal P are 'less expressive than one-hot': the positional Transformer's ID "
+                   "(c = 1) MSE with them over its one-hot MSE (least over the two encodings and the tasks)",
+                   paper="≥ 1 (less expressive)", ours=min(c1.values()),
+                   why="higher ID MSE after a fixed budget: lower expressivity or slower fitting, this run cannot "
+                       "tell which", source="text")
     shared = [k for k in paper.FIG24_C10_MEDIANS if k in tasks]
     if full and shared and 10.0 in cfg["c_list"]:
         worst = min(at(cfg, runs["standard + RoPE"][k]["test"], 10.0) / at(cfg, runs["positional, one-hot"][k]["test"], 10.0)
