@@ -184,5 +184,5 @@ EXPERIMENTS = (Experiment(
     id="000-capacity/figs11-13-regular-graphs", label="Figs. 11–13 (App. A.3)",
     title="Dense r-regular graphs: F1 against D_K, capacity against the number of edges, heads against density",
     params=PARAMS, presets=PRESETS, compute=compute,
-    summary="Denser graphs need a key budget proportional to their edges and more heads; one or two heads "
-            "plateau."),)
+    summary="Denser graphs need a larger key budget (at CI every r passes at D_K = 32 r and fails at 16 r, too "
+            "coarse to show proportionality to the edges) and more heads; one or two heads plateau."),)
