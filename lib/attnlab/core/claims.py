@@ -109,10 +109,12 @@ class ClaimsTable:
         return self
 
     def markdown(self) -> str:
+        """The table in Markdown; a "|" inside a cell (e.g. a norm ||J||) is escaped as "\\|"."""
         head = "| # | claim | paper | this run | tolerance | verdict | asserted |\n|---|---|---|---|---|---|---|\n"
+        e = lambda text: str(text).replace("|", "\\|")  # noqa: E731
         return head + "\n".join(
-            f"| {c.key} | {c.text} | {c.paper}{f' ({c.source})' if c.source else ''} | {c.ours} | {c.tolerance} | "
-            f"{VERDICT_MARK[c.verdict]} | {'yes' if c.asserted else 'no'} |" for c in self.rows)
+            f"| {e(c.key)} | {e(c.text)} | {e(c.paper)}{f' ({e(c.source)})' if c.source else ''} | {e(c.ours)} | "
+            f"{e(c.tolerance)} | {VERDICT_MARK[c.verdict]} | {'yes' if c.asserted else 'no'} |" for c in self.rows)
 
     def counts(self) -> dict[str, int]:
         """How many rows of each verdict kind."""
@@ -158,4 +160,5 @@ class ClaimsTable:
         """Rows of a table printed by `markdown()` (used by the scorecard)."""
         lines = [l for l in markdown.strip().splitlines() if l.startswith("|")]
         keys = ["key", "claim", "paper", "ours", "tolerance", "verdict", "asserted"]
-        return [dict(zip(keys, [c.strip() for c in l.strip("|").split(" | ")])) for l in lines[2:]]
+        return [dict(zip(keys, [c.strip().replace("\\|", "|") for c in l.strip("|").split(" | ")]))
+                for l in lines[2:]]

@@ -43,3 +43,12 @@ def test_every_kind_renders_and_a_measured_row_needs_a_tolerance():
     failing = ClaimsTable().consistency("7", "a failed identity", expected=1, ours=2, holds=False, asserted=True)
     with pytest.raises(ClaimFailed):
         failing.check()
+
+
+def test_pipes_inside_cells_are_escaped_and_parsed_back():
+    t = ClaimsTable()
+    t.add("1", "the norm ||J||_2 falls", paper="a | b", ours=0.5, holds=True, tolerance="< 1", source="text")
+    md = t.markdown()
+    assert md.splitlines()[2].count(" | ") == 8  # seven cells: the escaped pipes do not split them
+    row = ClaimsTable.parse(md)[0]
+    assert row["claim"] == "the norm ||J||_2 falls" and row["paper"] == "a | b (text)"
