@@ -50,40 +50,55 @@ class MaxOverHeadsQK(ReplicaModule):
             head_ok[r, :h] = True
         self.register_buffer("assign", assign.to(self.device))
         self.register_buffer("head_ok", head_ok.to(self.device))
-        # The forward groups replicas by head width d_k = D_K / h (a replica's heads all have its d_k):
-        # per group one batched matmul over (replica, head) slots of width d_k, so the scores cost
-        # ell^2 D_K per replica and context (up to the group's head padding), not ell^2 D_K H as a
-        # contraction with `assign` does. Replica order: groups by increasing d_k, `unpermute` back.
-        self._groups: list[tuple[torch.Tensor, int, int, torch.Tensor | None]] = []
-        order: list[int] = []
-        for dk in sorted({D_K // h for h, D_K in specs}):
-            rows = [r for r, (h, D_K) in enumerate(specs) if D_K // h == dk]
-            Hg = max(specs[r][0] for r in rows)
-            ok = head_ok[rows, :Hg]
-            self._groups.append((torch.tensor(rows, device=self.device), dk, Hg,
-                                 None if bool(ok.all()) else (~ok).to(self.device)[:, None, :, None, None]))
-            order += rows
-        self._identity = order == list(range(self.R))  # one group in replica order: no gather, no unpermute
-        self.register_buffer("unpermute", torch.argsort(torch.tensor(order)).to(self.device))
+        # The forward computes every replica's heads in ONE batched matmul over "sub-slots" of width w:
+        # a head of width d_k = D_K / h takes ceil(d_k / w) sub-slots (zero-padded columns add nothing
+        # to a dot product), the sub-slot scores are summed into head scores (index_add) and the max
+        # over a replica's heads is taken over a padded [R, H_max] layout (-inf for missing heads). The
+        # scores cost ell^2 (sum of padded widths) per context, about ell^2 sum_r D_K,r, not
+        # ell^2 D_K H per replica as a contraction with `assign` does. w minimises the padded width
+        # plus the per-sub-slot traffic (a single spec: w = d_k, no gather at all).
+        dks = [D_K // h for h, D_K in specs]
+        w_sub = min(sorted(set(dks)), key=lambda w: sum(h * -(-dk // w) * (w + 8) for (h, _), dk in zip(specs, dks)))
+        cols, sub2head, head_idx = [], [], []
+        n_heads = 0
+        for r, ((h, D_K), dk) in enumerate(zip(specs, dks)):
+            for k in range(h):
+                for j in range(-(-dk // w_sub)):
+                    cols += [r * D + k * dk + j * w_sub + t if j * w_sub + t < dk else self.R * D for t in range(w_sub)]
+                    sub2head.append(n_heads + k)
+            head_idx += [n_heads + k for k in range(h)] + [-1] * (H - h)
+            n_heads += h
+        self._w_sub, self._n_heads, self._H = w_sub, n_heads, H
+        self._cols_identity = cols == list(range(self.R * D))
+        self._sub_is_head = sub2head == list(range(n_heads))
+        self._heads_identity = head_idx == list(range(self.R * H))
+        self.register_buffer("_cols", torch.tensor(cols, device=self.device), persistent=False)
+        self.register_buffer("_sub2head", torch.tensor(sub2head, device=self.device), persistent=False)
+        self.register_buffer("_head_idx", torch.tensor([i if i >= 0 else n_heads for i in head_idx], device=self.device),
+                             persistent=False)
+
+    def _sub_weights(self, name: str) -> torch.Tensor:
+        """(d, n_sub * w): the replicas' head columns in sub-slot order, zero columns as padding."""
+        W = self.w(name)
+        R, d, D = W.shape
+        flat = W.permute(1, 0, 2).reshape(d, R * D)
+        if self._cols_identity:
+            return flat
+        return torch.cat([flat, flat.new_zeros(d, 1)], 1).index_select(1, self._cols)
 
     def forward(self, Xc: torch.Tensor) -> torch.Tensor:
         """Xc: (n, ell, d) context embeddings -> S_max - tau, (R, n, ell, ell)."""
         n, ell, d = Xc.shape
-        X2 = Xc.reshape(1, n * ell, d)
-        WQ, WK = self.w("W_Q"), self.w("W_K")
-        outs = []
-        for rows, dk, Hg, pad in self._groups:
-            width = Hg * dk
-            wq = (WQ if self._identity else WQ.index_select(0, rows))[:, :, :width]
-            wk = (WK if self._identity else WK.index_select(0, rows))[:, :, :width]
-            Rg = wq.shape[0]
-            Q = torch.matmul(X2, wq).view(Rg, n, ell, Hg, dk).transpose(2, 3)  # (Rg, n, Hg, ell, dk)
-            K = torch.matmul(X2, wk).view(Rg, n, ell, Hg, dk).transpose(2, 3)
-            S = Q @ K.transpose(-1, -2)  # (Rg, n, Hg, ell, ell)
-            if pad is not None:  # heads beyond a replica's h
-                S = S.masked_fill(pad, float("-inf"))
-            outs.append(S.amax(dim=2))
-        S = outs[0] if self._identity else torch.cat(outs).index_select(0, self.unpermute)
+        X2 = Xc.reshape(n * ell, d)
+        w = self._w_sub
+        Q = (X2 @ self._sub_weights("W_Q")).view(n, ell, -1, w).transpose(1, 2)  # (n, n_sub, ell, w)
+        K = (X2 @ self._sub_weights("W_K")).view(n, ell, -1, w).transpose(1, 2)
+        S = Q @ K.transpose(-1, -2)  # (n, n_sub, ell, ell)
+        if not self._sub_is_head:  # sub-slot scores summed into head scores
+            S = S.new_zeros(n, self._n_heads, ell, ell).index_add(1, self._sub2head, S)
+        if not self._heads_identity:  # into (n, R * H) slots, -inf where a replica has fewer heads
+            S = torch.cat([S, S.new_full((n, 1, ell, ell), float("-inf"))], 1).index_select(1, self._head_idx)
+        S = S.view(n, self.R, self._H, ell, ell).amax(dim=2).transpose(0, 1)
         return S - self.w("tau").view(-1, 1, 1, 1)
 
 

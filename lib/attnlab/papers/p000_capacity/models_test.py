@@ -102,7 +102,7 @@ def test_grid_cutoffs_and_freezing():
 
 def _assign_forward(model: M.MaxOverHeadsQK, Xc: torch.Tensor) -> torch.Tensor:
     """MaxOverHeadsQK's former forward (a contraction with the column-to-head assignment, ell^2 D_K H
-    per replica), kept as the reference of the grouped forward."""
+    per replica), kept as the reference of the sub-slot forward."""
     Q = torch.einsum("npd,rdc->rnpc", Xc, model.w("W_Q"))
     K = torch.einsum("npd,rdc->rnpc", Xc, model.w("W_K"))
     S = torch.einsum("rnpc,rnqc,rch->rnhpq", Q, K, model.assign.to(Q.dtype))
@@ -111,9 +111,10 @@ def _assign_forward(model: M.MaxOverHeadsQK, Xc: torch.Tensor) -> torch.Tensor:
 
 
 def test_grouped_forward_equals_the_assignment_contraction():
-    """The forward grouped by head width equals the former contraction with `assign`, values and
-    gradients, on random specs (head counts that do not divide the padded widths, one-column heads,
-    one spec alone, a reordered batch): to 1e-12 in float64, 1e-6 (relative) in float32."""
+    """The sub-slot forward equals the former contraction with `assign`, values and gradients, on
+    random specs covering every path (heads split over several sub-slots with a partly padded last
+    one, e.g. d_k = 7 in slots of 2; head counts that differ (-inf slots) or do not divide the padded
+    widths; one-column heads; one spec alone, no gather): 1e-12 in float64, 1e-6 (relative) in float32."""
     rng = np.random.default_rng(0)
     cases = [[(1, 4), (2, 6), (3, 3), (2, 8)], [(3, 9)], [(5, 5), (1, 7), (2, 4), (5, 10), (3, 6), (1, 1)]]
     for _ in range(3):
@@ -137,8 +138,8 @@ def test_grouped_forward_equals_the_assignment_contraction():
 
 
 def test_grouped_forward_replica_is_independent_of_the_batch():
-    """Replica r's output is the same alone and among replicas of other head widths (bit for bit in
-    float64 up to summation order: 1e-12)."""
+    """Replica r's output is the same alone and among replicas of other head widths and counts
+    (float64, up to summation order: 1e-12)."""
     d, specs = 5, [(2, 6), (1, 2), (4, 8), (3, 9), (2, 2)]
     inits = [M.init_weights(d, h, D, 10, 3) for h, D in specs]
     batch = M.MaxOverHeadsQK(d, specs, inits).double()
