@@ -77,6 +77,11 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tenso
     return torch.bmm(torch.softmax(s, dim=-1), v)
 
 
+# activations (of width D) per piece of the forward: measured on the bench's 64-encoder sweep
+# (B L = 512, D = 64), pieces of 4 replicas take 15-18% less CPU time than one piece of 64
+PIECE = 1 << 17
+
+
 class ReplicaEncoder(ReplicaModule):
     """R one-layer encoders. forward(x [R, B, L, d]) -> [R, B, L, d]."""
 
@@ -142,24 +147,38 @@ class ReplicaEncoder(ReplicaModule):
         return torch.baddbmm(b.unsqueeze(1), x.reshape(R, B * L, i), W.transpose(1, 2)).view(R, B, L, -1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [R, B, L, d] -> [R, B, L, d]. Computed piece by piece: each piece is replicas of one head
+        count (a slice when replicas are sorted by H, else gathered), at most about 2^19 activations
+        of width D each, so that one piece's activations stay in cache from one operation to the
+        next, forward and backward (autograd runs the pieces' backward graphs one after another)."""
         R, B, L, _ = x.shape
-        w = self._w
+        per = max(1, PIECE // (B * L * self.pe.shape[1]))
+        outs = []
+        for (H, idx), (r0, n) in zip(self.groups, self._spans):
+            for a in range(0, n, per):
+                m = min(per, n - a)
+                if self._sorted:
+                    take = (lambda t, r=r0 + a, m=m: t.narrow(0, r, m))
+                else:
+                    sub = idx[a:a + m]
+                    take = (lambda t, sub=sub: t.index_select(0, sub))
+                outs.append(self._piece(take(x), lambda name, take=take: take(self._w(name)), H))
+        o = outs[0] if len(outs) == 1 else torch.cat(outs, 0)
+        return o if self._sorted else o.index_select(0, self.unpermute)
+
+    def _piece(self, x: torch.Tensor, w, H: int) -> torch.Tensor:
+        """The layer on replicas that share the head count H; w(name) gives their parameters."""
+        R, B, L, _ = x.shape
         h = self._lin(x, w("W_E"), w("b_E")) + self.pe[:L]
         a = _layer_norm(h, w("ln1_g").view(R, 1, 1, -1), w("ln1_b").view(R, 1, 1, -1))
         q, k, v = self._lin(a, w("W_in"), w("b_in")).chunk(3, dim=-1)
         D = q.shape[-1]
-        bias = self.causal_bias[:L, :L] if self.causal else None
-        outs = []
-        for (H, idx), (r0, n) in zip(self.groups, self._spans):
-            K = D // H
-            def split(t):
-                t = t.narrow(0, r0, n) if self._sorted else t.index_select(0, idx)
-                return t.reshape(n * B, L, H, K).transpose(1, 2).reshape(n * B * H, L, K)
-            o = _attend(split(q), split(k), split(v), bias)
-            outs.append(o.view(n * B, H, L, K).transpose(1, 2).reshape(n, B, L, D))
-        o = outs[0] if len(outs) == 1 else torch.cat(outs, 0)
-        if not self._sorted:
-            o = o.index_select(0, self.unpermute)
+        K = D // H
+
+        def split(t):
+            return t.reshape(R * B, L, H, K).transpose(1, 2).reshape(R * B * H, L, K)
+        o = _attend(split(q), split(k), split(v), self.causal_bias[:L, :L] if self.causal else None)
+        o = o.view(R * B, H, L, K).transpose(1, 2).reshape(R, B, L, D)
         h = h + self._lin(o, w("W_out"), w("b_out"))
         f = _layer_norm(h, w("ln2_g").view(R, 1, 1, -1), w("ln2_b").view(R, 1, 1, -1))
         h = h + self._lin(torch.relu(self._lin(f, w("W_1"), w("b_1"))), w("W_2"), w("b_2"))

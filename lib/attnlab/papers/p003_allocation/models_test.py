@@ -93,12 +93,16 @@ def _former_forward(m: ReplicaEncoder, x: torch.Tensor) -> torch.Tensor:
     return lin(h, w("W_R"), w("b_R"))
 
 
-@pytest.mark.parametrize("causal", [True, False])
-def test_forward_equals_the_former_forward(causal):
-    """Explicit attention, F.layer_norm, baddbmm and unmasked full parameters compute the former
-    forward's function, values and gradients (float64, 1e-10), for replicas sorted by H (slices) or
-    not (gathers), FFN widths that pad (incl. 0), shorter inputs than the model's L; perturbed
-    LayerNorm gains and biases so that they matter."""
+@pytest.mark.parametrize("causal,piece", [(True, None), (False, None), (True, 1), (False, 300)])
+def test_forward_equals_the_former_forward(causal, piece, monkeypatch):
+    """Explicit attention, F.layer_norm, baddbmm, unmasked full parameters and the forward in pieces
+    of replicas compute the former forward's function, values and gradients (float64, 1e-10), for
+    replicas sorted by H (slices) or not (gathers), one replica per piece or several, FFN widths that
+    pad (incl. 0), shorter inputs than the model's L; perturbed LayerNorm gains and biases."""
+    import attnlab.papers.p003_allocation.models as M
+
+    if piece is not None:
+        monkeypatch.setattr(M, "PIECE", piece)
     g = torch.Generator().manual_seed(0)
     for cfgs in ([EncoderConfig(3, 8, H, f, seed=s, causal=causal) for H, f, s in
                   [(4, 16, 0), (1, 8, 1), (8, 0, 2), (2, 16, 3), (4, 4, 4)]],
