@@ -107,7 +107,8 @@ class ReplicaEncoder(ReplicaModule):
         # replicas sorted by H (a sweep's usual order): each group is a contiguous slice, no gathers
         self._sorted = bool((order == torch.arange(self.R, device=self.device)).all())
         self._spans = [(int(idx[0]), len(idx)) for _, idx in self.groups]
-        self.register_buffer("causal_bias", torch.full((L, L), float("-inf"), dtype=dtype).triu(1).to(self.device))
+        self.register_buffer("causal_bias", torch.full((L, L), float("-inf"), dtype=dtype).triu(1).to(self.device),
+                             persistent=False)  # derived from L: not part of the state
         for r, c in enumerate(configs):
             self.init_replica(r, c)
         # parameters whose mask is all ones (no replica padded) are read without the mask product
