@@ -129,8 +129,9 @@ def readme_table(record: dict | None = None) -> str:
     lines.append("")
     clock = "CPU time" if rec.get("clock") == "process_time" else "wall time"
     lines.append(f"One torch thread, {clock}, minimum of {rec['repeats']} runs, data generation not counted; {m['cpu']}, "
-                 f"torch {m['torch']}, {rec['date']}, load average {rec['load_average_start'][0]} at the start "
-                 f"and {rec['load_average_end'][0]} at the end on {m['cores']} cores shared with other jobs "
+                 f"torch {m['torch']}, last run {rec['date']} (a run with --only updates its workloads), load average "
+                 f"{rec['load_average_start'][0]} at its start and {rec['load_average_end'][0]} at its end on "
+                 f"{m['cores']} cores shared with other jobs (each workload's load is in the record) "
                  f"(`python -m attnlab.bench`, `results/bench/throughput.json`).")
     return "\n".join(lines)
 
