@@ -54,7 +54,8 @@ PRESETS["full"] = {**PRESETS["medium"], "model": "litellama", "d_h": [4, 8, 16, 
 
 
 def compute(ctx: Context) -> dict:
-    """Part 1 (no training): per synthetic student rank and L, the mean l2 / l_inf / MSE error of the
+    """Evaluates a synthetic teacher and loads a pretrained one (MiniLM-L6 by default), trains students; the result
+    holds: part 1 (no training): per synthetic student rank and L, the mean l2 / l_inf / MSE error of the
     last query's attention at SVD initialisation, and the worst ratios error / exact bound. Part 2
     (trains): the teacher head's singular values, and per student d_h the held-out attention MSE
     at SVD initialisation and after Adam (`students`), with the uniform-attention MSE as a scale."""
