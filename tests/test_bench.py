@@ -69,3 +69,10 @@ def test_readme_table_has_one_row_per_workload_with_the_recorded_numbers(record)
     assert len(rows) == len(record["workloads"])
     for row, w in zip(rows, record["workloads"].values()):
         assert f"{w['speedup']:.1f}×" in row and f"{w['batched_s']:.2f} s" in row
+
+
+@pytest.mark.parametrize("name", list(bench.workloads(2)))
+def test_workloads_run_both_ways(name):
+    w = bench.workloads(2)[name]
+    batches = w.batches(w.config, 2)
+    assert w.train_batched(w.config, batches, 2, [0, 1]) > 0 and w.train_plain(w.config, batches, 2, w.models[0]) > 0

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from .bench import PlainMaxQK, workloads
+from .bench import PlainMaxQK
 from .models import MaxOverHeadsQK, init_weights
 
 
@@ -19,9 +19,3 @@ def test_plain_max_qk_computes_the_replica_models_function():
             plain = PlainMaxQK(*inits[r], h)
             plain.tau.copy_(model.tau[r])
             np.testing.assert_allclose(plain(Xc).numpy(), want[r].numpy(), rtol=1e-5, atol=1e-5)
-
-
-def test_workloads_run_both_ways():
-    for w in workloads(2):
-        batches = w.batches(w.config, 2)
-        assert w.train_batched(w.config, batches, 2, [0, 1]) > 0 and w.train_plain(w.config, batches, 2, w.models[0]) > 0

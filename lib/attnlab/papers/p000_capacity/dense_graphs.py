@@ -17,9 +17,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnlab.core.replica import ReplicaModule
 
 from . import models
+from .models import HeadPaddedQK
 from . import tasks as T
 from .variant_training import Threshold, fit
 
@@ -74,48 +74,15 @@ def balanced_loss(margin: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.
     return per.mean(dim=(1, 2, 3))
 
 
-class HeadSlotQK(ReplicaModule):
-    """The max-over-heads QK model with each head in its own slot: W_Q, W_K in R^{d x H x d_k}
-    (replica r uses heads [:h_r] and columns [:d_k,r] of each; head k of a replica is columns
-    k d_k .. (k + 1) d_k of its (d x D_K) weights), one batch per replica. Scores cost ell^2 H d_k
-    per context, so replicas are grouped by head count (`GroupedQK`)."""
-
-    def __init__(self, d: int, specs, inits, device="cpu"):
-        super().__init__(len(specs), torch.float32, device)
-        H = max(h for h, _ in specs)
-        dk = max(D_K // h for h, D_K in specs)
-        self.add("W_Q", (d, H, dk))
-        self.add("W_K", (d, H, dk))
-        self.add("tau", (1,))
-        head_ok = torch.zeros(self.R, H, dtype=torch.bool)
-        for r, ((h, D_K), (wq, wk)) in enumerate(zip(specs, inits)):
-            if D_K % h:
-                raise ValueError(f"replica {r}: h = {h} does not divide D_K = {D_K}")
-            self.place("W_Q", r, wq.reshape(wq.shape[0], h, D_K // h))
-            self.place("W_K", r, wk.reshape(wk.shape[0], h, D_K // h))
-            self.place("tau", r, torch.zeros(1))
-            head_ok[r, :h] = True
-        self.register_buffer("head_ok", head_ok.to(self.device))
-
-    def forward(self, Xc: torch.Tensor) -> torch.Tensor:
-        """Xc: (R, n, ell, d) -> S_max - tau, (R, n, ell, ell)."""
-        Q = torch.einsum("rnpd,rdhc->rnhpc", Xc, self.w("W_Q"))
-        K = torch.einsum("rnqd,rdhc->rnhqc", Xc, self.w("W_K"))
-        S = Q @ K.transpose(-1, -2)
-        if not bool(self.head_ok.all()):
-            S = S.masked_fill(~self.head_ok[:, None, :, None, None], float("-inf"))
-        return S.amax(dim=2) - self.w("tau").view(-1, 1, 1, 1)
-
-
 class GroupedQK(torch.nn.Module):
-    """R replicas of the max-over-heads model as one `HeadSlotQK` per head count; the forward takes
+    """R replicas of the max-over-heads model as one `models.HeadPaddedQK` per head count; the forward takes
     and returns tensors in the replicas' own order (R, ...)."""
 
     def __init__(self, d: int, specs, inits, device="cpu"):
         super().__init__()
         hs = sorted({h for h, _ in specs})
         self.index = [[i for i, (h, _) in enumerate(specs) if h == hh] for hh in hs]
-        self.parts = torch.nn.ModuleList(HeadSlotQK(d, [specs[i] for i in g], [inits[i] for i in g], device)
+        self.parts = torch.nn.ModuleList(HeadPaddedQK(d, [specs[i] for i in g], [inits[i] for i in g], device)
                                          for g in self.index)
         order = [i for g in self.index for i in g]
         self.register_buffer("order", torch.tensor(order, device=device))

@@ -17,6 +17,22 @@ from attnlab.core.progress import tqdm
 from . import analysis, models, paper
 
 
+def grouped_programs(ctx: Context, keys: list[dict], steps: int, run, group=lambda key: key["seed"]):
+    """`Context.units`' compute for the trained chapters: the missing units grouped (by default by seed,
+    whose data they share), one tensor program per group. run(group, its keys, progress bar) returns one
+    row per key (with its "seconds"); one progress bar counts groups × steps."""
+    def compute(missing):
+        groups: dict = {}
+        for i in missing:
+            groups.setdefault(group(keys[i]), []).append(i)
+        bar = tqdm(total=len(groups) * steps, desc="training", disable=not ctx.progress, mininterval=2.0)
+        for g, idx in groups.items():
+            for i, row in zip(idx, run(g, [keys[i] for i in idx], bar)):
+                yield i, row, row["seconds"]
+        bar.close()
+    return compute
+
+
 def cell_grid(m: int, d: int, heads, dks, window: tuple[float, float] | None = None) -> list[tuple[int, int]]:
     """The (h, D_K) pairs of one cell: h divides D_K, and (with `window` = (lo, hi)) D_K lies in
     [lo, hi] x m log2 m / d, the part of the grid where the threshold can be."""

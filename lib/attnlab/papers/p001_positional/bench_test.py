@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from .bench import PlainPositional, workloads
+from .bench import PlainPositional
 from .models import ModelConfig, Transformer
 
 
@@ -30,9 +30,3 @@ def test_plain_positional_computes_the_replica_models_function():
                 plain.m1[l].bias.copy_(st[f"m1_b{l}"])
                 plain.m2[l].weight.copy_(st[f"m2_W{l}"].T); plain.m2[l].bias.copy_(st[f"m2_b{l}"])
             np.testing.assert_allclose(plain(x).numpy(), want[r].numpy(), rtol=1e-4, atol=1e-5)
-
-
-def test_workloads_run_both_ways():
-    for w in workloads(2):
-        batches = w.batches(w.config, 2)
-        assert w.train_batched(w.config, batches, 2, [0, 1]) > 0 and w.train_plain(w.config, batches, 2, w.models[0]) > 0

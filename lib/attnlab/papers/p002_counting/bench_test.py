@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from .bench import PlainCounting, workloads
+from .bench import PlainCounting
 from .models import CountingConfig, ReplicaCounting
 
 
@@ -29,9 +29,3 @@ def test_plain_counting_model_computes_the_replica_models_function(variant):
             plain.W2.weight.copy_(torch.from_numpy(w.W2.T))
             plain.W2.bias.copy_(torch.from_numpy(w.b2))
             np.testing.assert_allclose(plain(x).numpy(), want[r].numpy(), rtol=1e-4, atol=1e-4)
-
-
-def test_workloads_run_both_ways():
-    for w in workloads(2):
-        batches = w.batches(w.config, 2)
-        assert w.train_batched(w.config, batches, 2, [0, 1]) > 0 and w.train_plain(w.config, batches, 2, w.models[0]) > 0

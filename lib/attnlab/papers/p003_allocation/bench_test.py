@@ -4,7 +4,7 @@ replica-batched encoder's function."""
 import numpy as np
 import torch
 
-from .bench import PlainEncoder, workloads
+from .bench import PlainEncoder
 from .models import EncoderConfig, ReplicaEncoder
 
 
@@ -27,9 +27,3 @@ def test_plain_encoder_computes_the_replica_models_function():
             for param, name in pairs:
                 param.copy_(st[name])
             np.testing.assert_allclose(plain(x).numpy(), want[r].numpy(), rtol=1e-4, atol=1e-5)
-
-
-def test_workloads_run_both_ways():
-    for w in workloads(2):
-        batches = w.batches(w.config, 2)
-        assert w.train_batched(w.config, batches, 2, [0, 1]) > 0 and w.train_plain(w.config, batches, 2, w.models[0]) > 0

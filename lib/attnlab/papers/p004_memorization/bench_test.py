@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from .bench import PlainAoT, workloads
+from .bench import PlainAoT
 from .models import AoTConfig, ReplicaAoT
 from .tasks import lookup_table_task
 
@@ -22,9 +22,3 @@ def test_plain_aot_computes_the_replica_models_function():
             for name in ("P", "W_Q", "W_K", "W_V", "W_O"):
                 getattr(plain, name).copy_(st[name])
             np.testing.assert_allclose(plain(tokens).numpy(), want[r].numpy(), rtol=1e-4, atol=1e-4)
-
-
-def test_workloads_run_both_ways():
-    for w in workloads(2):
-        batches = w.batches(w.config, 2)
-        assert w.train_batched(w.config, batches, 2, [0, 1]) > 0 and w.train_plain(w.config, batches, 2, w.models[0]) > 0

@@ -10,9 +10,8 @@ import numpy as np
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
-from attnlab.core.progress import tqdm
 
-from .. import models, paper
+from .. import models, paper, sweeps
 
 PARAMS = (
     Param("m", "int", "number of items", min=4, max=8192),
@@ -44,20 +43,12 @@ def compute(ctx: Context) -> dict:
     keys = [{"what": "run", "m": cfg["m"], "d": cfg["d_model"], "h": h, "D_K": D, "seed": s, "steps": cfg["steps"],
              "lr": cfg["lr"], "n_test": cfg["n_test"]} for s in range(cfg["seeds"]) for h, D in specs]
 
-    def train(missing):
-        by_seed: dict[int, list[int]] = {}
-        for i in missing:
-            by_seed.setdefault(keys[i]["seed"], []).append(i)
-        bar = tqdm(total=len(by_seed) * cfg["steps"], desc="training", disable=not ctx.progress, mininterval=2.0)
-        for seed, idx in by_seed.items():
-            out = models.train_seed(cfg["m"], cfg["d_model"], [(keys[i]["h"], keys[i]["D_K"]) for i in idx], seed,
-                                    steps=cfg["steps"], lr=cfg["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO,
-                                    n_test=cfg["n_test"], device=str(ctx.device), progress=bar)
-            for i, row in zip(idx, out):
-                yield i, row, row["seconds"]
-        bar.close()
+    def run(seed, ks, bar):
+        return models.train_seed(cfg["m"], cfg["d_model"], [(k["h"], k["D_K"]) for k in ks], seed,
+                                 steps=cfg["steps"], lr=cfg["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO,
+                                 n_test=cfg["n_test"], device=str(ctx.device), progress=bar)
 
-    runs = ctx.units(keys, train)
+    runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run))
     return {"config": cfg, "runs": runs}
 
 

@@ -12,9 +12,8 @@ import numpy as np
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
-from attnlab.core.progress import tqdm
 
-from .. import paper, softmax_model
+from .. import paper, softmax_model, sweeps
 
 PARAMS = (
     Param("panels", "int_rows", "panels (m, d_model), each a (number of items, embedding dimension)", width=2,
@@ -56,21 +55,15 @@ def compute(ctx: Context) -> dict:
             for m, d in cfg["panels"] for s in range(cfg["seeds"])
             for model, specs in (("softmax", grid), ("max", compare)) for h, D in specs]
 
-    def train(missing):
-        groups: dict[tuple, list[int]] = {}
-        for i in missing:
-            k = keys[i]
-            groups.setdefault((k["model"], k["m"], k["d"], k["seed"]), []).append(i)
-        bar = tqdm(total=len(groups) * cfg["steps"], desc="training", disable=not ctx.progress, mininterval=2.0)
-        for (model, m, d, seed), idx in groups.items():
-            out = softmax_model.train_seed(m, d, [(keys[i]["h"], keys[i]["D_K"]) for i in idx], seed, steps=cfg["steps"],
-                               lr=cfg["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO, n_test=cfg["n_test"],
-                               device=str(ctx.device), progress=bar, kind=model)
-            for i, row in zip(idx, out):
-                yield i, {**row, "model": model, "m": m, "d": d}, row["seconds"]
-        bar.close()
+    def run(group, ks, bar):
+        model, m, d, seed = group
+        out = softmax_model.train_seed(m, d, [(k["h"], k["D_K"]) for k in ks], seed, steps=cfg["steps"],
+                                       lr=cfg["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO, n_test=cfg["n_test"],
+                                       device=str(ctx.device), progress=bar, kind=model)
+        return [{**row, "model": model, "m": m, "d": d} for row in out]
 
-    runs = ctx.units(keys, train)
+    runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run,
+                                                   group=lambda k: (k["model"], k["m"], k["d"], k["seed"])))
     return {"config": cfg, "runs": runs}
 
 

@@ -11,9 +11,8 @@ import numpy as np
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
-from attnlab.core.progress import tqdm
 
-from .. import paper, value_model
+from .. import paper, sweeps, value_model
 
 PARAMS = (
     Param("m", "int", "number of items (the paper: 64)", min=17, max=4096),
@@ -50,20 +49,12 @@ def compute(ctx: Context) -> dict:
              "steps": cfg["steps"], "lr": cfg["lr"], "n_test": cfg["n_test"]}
             for s in range(cfg["seeds"]) for d in sorted(cfg["d_models"]) for h, D in grid]
 
-    def train(missing):
-        by_seed: dict[int, list[int]] = {}
-        for i in missing:
-            by_seed.setdefault(keys[i]["seed"], []).append(i)
-        bar = tqdm(total=len(by_seed) * cfg["steps"], desc="training", disable=not ctx.progress, mininterval=2.0)
-        for seed, idx in by_seed.items():
-            out = value_model.train_runs([keys[i] for i in idx], steps=cfg["steps"], lr=cfg["lr"], d_msg=cfg["d_msg"],
-                                         ell=paper.CONTEXT_LENGTH, rho=paper.RHO, n_test=cfg["n_test"],
-                                         device=str(ctx.device), progress=bar)
-            for i, row in zip(idx, out):
-                yield i, row, row["seconds"]
-        bar.close()
+    def run(seed, ks, bar):
+        return value_model.train_runs(ks, steps=cfg["steps"], lr=cfg["lr"], d_msg=cfg["d_msg"],
+                                      ell=paper.CONTEXT_LENGTH, rho=paper.RHO, n_test=cfg["n_test"],
+                                      device=str(ctx.device), progress=bar)
 
-    runs = ctx.units(keys, train)
+    runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run))
     return {"config": cfg, "runs": runs}
 
 

@@ -9,6 +9,7 @@ tokens of its tokenizer, NULL = its [SEP] row. GPT-2 is used when `$ATTNLAB_MODE
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -17,9 +18,8 @@ from attnlab.core import corpus, pretrained
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
-from attnlab.core.progress import tqdm
 
-from .. import block_model
+from .. import block_model, sweeps
 
 PARAMS = (
     Param("embeddings", "str", "frozen token embeddings: the offline MiniLM-L6 substitute, or GPT-2 from "
@@ -112,23 +112,17 @@ def compute(ctx: Context) -> dict:
                                                     "check_every", "n_test", "corpus_chars")},
              "h": h, "D_K": D, "seed": s} for s in range(cfg["seeds"]) for h, D in grid]
 
-    def train(missing):
+    @functools.cache
+    def table():  # the frozen embeddings of the items and NULL, loaded only when a run is missing
         E = pretrained.token_embeddings(_model(cfg["embeddings"])).double().numpy()
-        table = np.concatenate([E[items["ids"]], E[[items["null"]]]])
-        by_seed: dict[int, list[int]] = {}
-        for i in missing:
-            by_seed.setdefault(keys[i]["seed"], []).append(i)
-        bar = tqdm(total=len(by_seed) * cfg["steps"], desc="training", disable=not ctx.progress, mininterval=2.0)
-        for seed, idx in by_seed.items():
-            out = block_model.train_runs(table, [keys[i] for i in idx], steps=cfg["steps"], lr=cfg["lr"],
-                                         batch=cfg["batch"], ell=cfg["ell"], d_ff=cfg["d_ff"],
-                                         check_every=cfg["check_every"], n_val=cfg["n_test"], n_test=cfg["n_test"],
-                                         device=str(ctx.device), progress=bar)
-            for i, row in zip(idx, out):
-                yield i, row, row["seconds"]
-        bar.close()
+        return np.concatenate([E[items["ids"]], E[[items["null"]]]])
 
-    runs = ctx.units(keys, train)
+    def run(seed, ks, bar):
+        return block_model.train_runs(table(), ks, steps=cfg["steps"], lr=cfg["lr"], batch=cfg["batch"], ell=cfg["ell"],
+                                      d_ff=cfg["d_ff"], check_every=cfg["check_every"], n_val=cfg["n_test"],
+                                      n_test=cfg["n_test"], device=str(ctx.device), progress=bar)
+
+    runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run))
     return {"config": cfg, "items": items, "runs": runs}
 
 

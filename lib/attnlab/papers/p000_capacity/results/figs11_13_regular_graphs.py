@@ -15,9 +15,8 @@ import numpy as np
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
-from attnlab.core.progress import tqdm
 
-from .. import dense_graphs, paper
+from .. import dense_graphs, paper, sweeps
 
 PARAMS = (
     Param("m", "int", "number of items (the paper: 128)", min=17, max=4096),
@@ -59,20 +58,11 @@ def compute(ctx: Context) -> dict:
         raise ParameterError(f"parameters 'heads' {cfg['heads']} / 'dk_factors' {cfg['dk_factors']}: no head count "
                              "divides a D_K")
 
-    def train(missing):
-        by_seed: dict[int, list[int]] = {}
-        for i in missing:
-            by_seed.setdefault(keys[i]["seed"], []).append(i)
-        bar = tqdm(total=len(by_seed) * cfg["steps"], desc="training", disable=not ctx.progress, mininterval=2.0)
-        for seed, idx in by_seed.items():
-            out = dense_graphs.train_runs([keys[i] for i in idx], steps=cfg["steps"], lr=cfg["lr"],
-                                          ell=paper.CONTEXT_LENGTH, rho=paper.RHO, n_test=cfg["n_test"],
-                                          device=str(ctx.device), progress=bar)
-            for i, row in zip(idx, out):
-                yield i, row, row["seconds"]
-        bar.close()
+    def run(seed, ks, bar):
+        return dense_graphs.train_runs(ks, steps=cfg["steps"], lr=cfg["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO,
+                                       n_test=cfg["n_test"], device=str(ctx.device), progress=bar)
 
-    runs = ctx.units(keys, train)
+    runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run))
     return {"config": cfg, "runs": runs}
 
 
