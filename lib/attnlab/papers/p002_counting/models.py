@@ -87,6 +87,29 @@ def _softmax(z: torch.Tensor) -> torch.Tensor:
     return _softmax_dim(z, -1)
 
 
+class _HiddenReadout(torch.autograd.Function):
+    """y = V ReLU(H W) (batched: H [R, P, K], W [R, K, N], V [R, C, P] -> [R, C, N]), the same
+    arithmetic as bmm(V, relu(bmm(H, W))) under autograd, with two full-size passes fewer: the
+    hidden layer is a tensor of this function alone, so ReLU runs in place on it and ReLU's
+    backward in place on the gradient computed here."""
+
+    @staticmethod
+    def forward(ctx, H: torch.Tensor, W: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+        a = torch.bmm(H, W).relu_()
+        ctx.save_for_backward(H, W, V, a)
+        return torch.bmm(V, a)
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor):
+        H, W, V, a = ctx.saved_tensors
+        gV = torch.bmm(g, a.transpose(1, 2)) if ctx.needs_input_grad[2] else None
+        gz = torch.bmm(V.transpose(1, 2), g)
+        gz = torch.ops.aten.threshold_backward.grad_input(gz, a, 0, grad_input=gz)
+        gH = torch.bmm(gz, W.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+        gW = torch.bmm(H.transpose(1, 2), gz) if ctx.needs_input_grad[1] else None
+        return gH, gW, gV
+
+
 class ReplicaCounting(ReplicaModule):
     """R counting models in one program. forward(tokens [B, L]) -> logits [R, B, L, C] (C = L + 1;
     for the bos variants the BOS position is prepended inside and its output dropped)."""
@@ -134,50 +157,80 @@ class ReplicaCounting(ReplicaModule):
             tokens = torch.cat([torch.full_like(tokens[:, :1], self.T), tokens], 1)
         return tokens
 
-    def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Hidden pre-activations z [R, B, L, P] (non-BOS positions; padded units are 0).
+    def mixing_t(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The token-type weights of the hidden layer, W' [R, T' + 1, N] (N = B·L query positions in
+        (b, l) order; BOS is never a query), such that z_l = Σ_t' W'[t', l] h_t' + b1 (h = E W1):
+        W'[t', l] = [x_l = t'] + Σ_{m : x_m = t'} 𝐀_lm, the residual's one-hot plus the mixing row
+        of position l summed per token type; the last row is 1 (it carries the bias b1).
 
-        Dot-product variants: the score of (query l, key m) depends on the tokens only, so the
-        mixing sums over token types t' with their counts n_t' in the sequence (BOS counts once):
-            no softmax:  Σ_m S(x_l, x_m) h_{x_m} = Σ_t' n_t' S(x_l, t') h_t'
-            softmax:     Σ_m softmax_m(S(x_l, x_m)) h_{x_m} = Σ_t' softmax_t'(S(x_l, t') + log n_t') h_t'
-        (log 0 = −∞ removes absent tokens), one [B·L, T'] × [T', P] product per replica.
-        lin variants: the mixing A [L, L] is positional, one [L, L] × [L, B·P] product per replica."""
+        Dot-product variants: the score of (query l, key m) depends on the tokens only, so with the
+        counts n_t' of token types in the sequence (BOS counts once):
+            no softmax:  Σ_{m : x_m = t'} S(x_l, x_m) = n_t' S(x_l, t')
+            softmax:     Σ_{m : x_m = t'} softmax_m(S(x_l, x_m)) = softmax_t'(S(x_l, t') + log n_t')
+        (log 0 = −∞ removes absent tokens); S(x_l, t') is gathered per query as the product of the
+        score table with the one-hot queries.
+        lin variants: W'[t', (b, l)] = Σ_m (I + 𝐀)_lm [x_bm = t'], one product of the one-hot
+        tokens [T'·B, L] with (I + 𝐀)ᵀ per replica (the bias row: a one-hot column times a row of ones)."""
         tokens = self._with_bos(tokens)
         B, Lp = tokens.shape
         first = 1 if self.bos else 0
-        E = self.w("emb")  # [R, T', D]
-        h_tab = torch.bmm(E, self.w("W1"))  # h = E W1: [R, T', P]
-        R, Tp, P = h_tab.shape
-        q = tokens[:, first:]  # query tokens [B, L]
+        Tp, L, R = self.T + self.bos, self.L, self.R
+        dtype, dev = self.scale.dtype, tokens.device
+        types = torch.arange(Tp + 1, device=dev)  # token types and the bias row
         if self.lin:
             A = self.w("A")
             A = _softmax(A) if self.sftm else A  # [R, L, L]
-            Hx = h_tab.index_select(1, tokens.t().reshape(-1)).view(R, self.L, B * P)  # [R, L(pos), B·P]
-            z = Hx + torch.bmm(A, Hx)  # residual + mixing, positions first
-            z = z.view(R, self.L, B, P).transpose(1, 2)  # [R, B, L, P]
-        else:
-            S = torch.bmm(torch.bmm(E, self.w("W_Q")), torch.bmm(E, self.w("W_K")).transpose(1, 2))
-            S = S * self.scale.view(-1, 1, 1)  # score of (query token, key token): [R, T', T']
-            counts = torch.zeros(B, Tp, dtype=h_tab.dtype, device=h_tab.device)
-            counts.scatter_add_(1, tokens, torch.ones_like(tokens, dtype=h_tab.dtype))  # n_t' [B, T']
-            Sq = S.index_select(1, q.reshape(-1)).view(R, B, self.L, Tp)  # S(x_l, t')
-            if self.sftm:
-                W = _softmax(Sq + counts.log()[None, :, None, :])
-            else:
-                W = Sq * counts[None, :, None, :]
-            mix = torch.bmm(W.view(R, B * self.L, Tp), h_tab).view(R, B, self.L, P)
-            z = h_tab.index_select(1, q.reshape(-1)).view(R, B, self.L, P) + mix
-        return z + self.w("b1")[:, None, None, :]
+            M_t = (A + torch.eye(L, dtype=dtype, device=dev)).transpose(1, 2)  # (I + 𝐀)ᵀ [R, L(m), L(l)]
+            M_t = torch.cat([M_t, torch.ones(1, 1, L, dtype=dtype, device=dev).expand(R, 1, L)], 1)  # [R, L+1, L]
+            tok = torch.cat([tokens, torch.full_like(tokens[:, :1], Tp)], 1)  # bias column: "type" T'
+            onehot = (tok.t()[None, :, :] == types[:, None, None]).to(dtype)  # [T'+1, L+1, B]
+            onehot = onehot.transpose(1, 2).reshape(1, (Tp + 1) * B, L + 1).expand(R, -1, -1)
+            return torch.bmm(onehot, M_t).view(R, Tp + 1, B * L)
+        E = self.w("emb")  # [R, T', D]
+        S_t = torch.bmm(torch.bmm(E, self.w("W_K")), torch.bmm(E, self.w("W_Q")).transpose(1, 2))
+        S_t = S_t * self.scale.view(-1, 1, 1)  # score of (key token, query token): [R, T', T']
+        S_t = torch.cat([S_t, torch.zeros(1, 1, Tp, dtype=dtype, device=dev).expand(R, 1, Tp)], 1)  # [R, T'+1, T']
+        q = tokens[:, first:].reshape(1, -1)  # query tokens [1, N]
+        onehot = (q == types[:, None]).to(dtype)  # [x_l = t'] [T'+1, N]
+        onehot[Tp] = 1
+        Sq = torch.bmm(S_t, onehot[None, :Tp].expand(R, Tp, B * L))  # S(x_l, t') [R, T'+1, N], last row 0
+        counts = torch.zeros(B, Tp + 1, dtype=dtype, device=dev)
+        counts.scatter_add_(1, tokens, torch.ones_like(tokens, dtype=dtype))  # n_t' [B, T'+1], n_T' = 0
+        counts = counts.t()[:, :, None].expand(Tp + 1, B, L).reshape(Tp + 1, B * L)  # [T'+1, N]
+        if self.sftm:
+            Z = Sq + counts.log()
+            e = (Z - Z.detach().amax(1, keepdim=True)).exp()
+            return torch.addcdiv(onehot, e, e.sum(1, keepdim=True))
+        return torch.addcmul(onehot, Sq, counts)
+
+    def _hidden_weights(self) -> torch.Tensor:
+        """H = [[hᵀ, b1], [0, 1]] [R, P + 1, T' + 1] with h = E W1 [R, T', P]: z = H W' (`hidden_t`)."""
+        h_t = torch.bmm(self.w("emb"), self.w("W1")).transpose(1, 2)  # [R, P, T']
+        H = torch.cat([h_t, self.w("b1")[:, :, None]], 2)  # [R, P, T'+1]
+        one = torch.zeros(1, 1, H.shape[2], dtype=H.dtype, device=H.device)
+        one[..., -1] = 1
+        return torch.cat([H, one.expand(self.R, 1, -1)], 1)  # [R, P+1, T'+1]
+
+    def hidden_t(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Hidden pre-activations, units first: z [R, P + 1, B, L] (non-BOS positions; padded units
+        are 0; the last unit is the constant 1 that carries b2), z = H W' with W' = `mixing_t` and
+        H = [[hᵀ, b1], [0, 1]] [R, P + 1, T' + 1], h = E W1 [R, T', P]: one product, the residual
+        and the bias folded in; the mixing runs in the p hidden dimensions and the mixed vector x̄'
+        is never formed."""
+        return torch.bmm(self._hidden_weights(), self.mixing_t(tokens)).view(self.R, -1, tokens.shape[0], self.L)
+
+    def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Hidden pre-activations z [R, B, L, P] (a view of `hidden_t` without the constant unit)."""
+        return self.hidden_t(tokens)[:, :-1].permute(0, 2, 3, 1)
 
     def logits_t(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Logits with the class axis second: [R, C, B, L] (the short class axis is not the
-        contiguous one, so the loss's reductions over it vectorise)."""
-        h = torch.relu(self.hidden(tokens))
-        R, B, L, P = h.shape
-        out = torch.bmm(h.reshape(R, B * L, P), self.w("W2")) + self.w("b2")[:, None]  # [R, B*L, C]
-        # (a bmm with a transposed operand is ~10x slower on CPU than this product and one copy)
-        return out.transpose(1, 2).contiguous().view(R, -1, B, L)
+        """Logits with the class axis second: [R, C, B, L] = [W2ᵀ, b2] ReLU(z), z = `hidden_t`
+        (whose last unit is the constant 1 that carries b2), computed by `_HiddenReadout` (the short
+        class axis is not the contiguous one, so the loss's reductions over it vectorise)."""
+        B = tokens.shape[0]
+        W2b = torch.cat([self.w("W2").transpose(1, 2), self.w("b2")[:, :, None]], 2)  # [R, C, P+1]
+        out = _HiddenReadout.apply(self._hidden_weights(), self.mixing_t(tokens), W2b)
+        return out.view(self.R, -1, B, self.L)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits [R, B, L, C] at every (non-BOS) position (a view of `logits_t`)."""
@@ -199,16 +252,44 @@ def hist_torch(tokens: torch.Tensor) -> torch.Tensor:
     return (tokens[:, :, None] == tokens[:, None, :]).sum(-1)
 
 
+class _ClassAxisCrossEntropy(torch.autograd.Function):
+    """Mean cross-entropy per replica over the class axis 1: z [R, C, N], targets [N] -> [R],
+    loss_r = mean_n (log Σ_c exp z_rcn − z_r,y_n,n), with the gradient written out:
+    ∂loss_r/∂z_rcn = (softmax_c(z_r·n) − [c = y_n]) / N. The forward keeps exp(z − max) for the
+    backward, which normalises it in place (so the backward runs once)."""
+
+    @staticmethod
+    def forward(ctx, z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        R, C, N = z.shape
+        mx = z.amax(1, keepdim=True)  # [R, 1, N]
+        e = (z - mx).exp_()
+        s = e.sum(1)  # [R, N]
+        idx = targets.reshape(1, 1, N).expand(R, 1, N)
+        pick = z.gather(1, idx).squeeze(1)
+        ctx.save_for_backward(e, s, idx)
+        ctx.spent = False
+        return (s.log() + mx.squeeze(1) - pick).mean(1)
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor):
+        if ctx.spent:
+            raise RuntimeError("counting_loss: the backward overwrites its saved tensors; it runs once")
+        ctx.spent = True
+        e, s, idx = ctx.saved_tensors
+        R, C, N = e.shape
+        gn = g / N  # [R]
+        gz = e.mul_((gn[:, None] / s)[:, None, :])  # softmax · g / N
+        gz.scatter_add_(1, idx, (-gn).view(R, 1, 1).expand(R, 1, N))  # − [c = y] · g / N
+        return gz, None
+
+
 def counting_loss(logits_t: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Per-replica cross-entropy averaged over all positions: logits_t [R, C, B, L] (the layout of
     `ReplicaCounting.logits_t`), targets [B, L] -> [R]. The log-sum-exp over the short class axis
-    is written out so that it runs over the contiguous (batch, position) axis."""
+    runs over the contiguous (batch, position) axis; the gradient is the written-out
+    (softmax − one-hot) / (B·L) (`_ClassAxisCrossEntropy`)."""
     R, C, B, L = logits_t.shape
-    z = logits_t.reshape(R, C, B * L)
-    mx = z.detach().amax(1, keepdim=True)
-    lse = (z - mx).exp().sum(1).log() + mx.squeeze(1)  # [R, B*L]
-    pick = z.gather(1, targets.reshape(1, 1, -1).expand(R, 1, B * L)).squeeze(1)
-    return (lse - pick).mean(1)
+    return _ClassAxisCrossEntropy.apply(logits_t.reshape(R, C, B * L), targets.reshape(-1))
 
 
 @torch.no_grad()

@@ -112,3 +112,39 @@ def test_training_learns_the_task_at_small_scale():
     m = ReplicaCounting([CountingConfig("dot", T, L, 16, 16)])
     log = train_counting(m, counting_batches(T, L, 128), 400, lambda s: 1e-2, eval_set=eval_tokens(T, L, n=1000))
     assert log.final_accuracy[0] > 0.6
+
+
+def test_hidden_readout_gradient_equals_autograd_of_the_plain_ops():
+    """`_HiddenReadout` (ReLU and its backward in place) = bmm(V, relu(bmm(H, W))) under autograd."""
+    from .models import _HiddenReadout
+
+    g = torch.Generator().manual_seed(0)
+    H, W, V = (torch.randn(s, generator=g, dtype=torch.float64, requires_grad=True)
+               for s in ((3, 5, 4), (3, 4, 11), (3, 2, 5)))
+    assert torch.autograd.gradcheck(_HiddenReadout.apply, (H, W, V))
+    out = torch.randn(3, 2, 11, generator=g, dtype=torch.float64)
+    mine = torch.autograd.grad((_HiddenReadout.apply(H, W, V) * out).sum(), (H, W, V))
+    plain = torch.autograd.grad((torch.bmm(V, torch.relu(torch.bmm(H, W))) * out).sum(), (H, W, V))
+    for a, b in zip(mine, plain):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-13)
+
+
+def test_counting_loss_and_its_gradient_equal_cross_entropy():
+    """The written-out loss and gradient = F.cross_entropy per replica (mean over positions)."""
+    from .models import counting_loss
+
+    g = torch.Generator().manual_seed(1)
+    z = (3 * torch.randn(4, L + 1, 16, L, generator=g, dtype=torch.float64)).requires_grad_()
+    y = torch.randint(1, L + 1, (16, L), generator=g)
+    w = torch.randn(4, generator=g, dtype=torch.float64)
+    loss = counting_loss(z, y)
+    want = torch.stack([torch.nn.functional.cross_entropy(z[r].permute(1, 2, 0).reshape(-1, L + 1), y.reshape(-1))
+                        for r in range(4)])
+    torch.testing.assert_close(loss, want, rtol=0, atol=1e-13)
+    (gm,) = torch.autograd.grad((loss * w).sum(), z)
+    (gw,) = torch.autograd.grad((want * w).sum(), z)
+    torch.testing.assert_close(gm, gw, rtol=0, atol=1e-14)
+    loss = counting_loss(z, y).sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="runs once"):  # its saved tensors were overwritten
+        loss.backward()
