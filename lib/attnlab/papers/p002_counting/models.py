@@ -8,10 +8,15 @@ see them; padded hidden units have zero weights and bias, so ReLU(0) = 0 and the
 
 The forward pass follows `reference.forward` (the float64 reference), computed through token
 tables: with no positional embedding every quantity before the mixing depends on the token
-only, so the score table (E W_Q)(E W_K)ᵀ/√d [T', T'] and the first-layer table E W1 [T', p]
-are computed once per replica and gathered per sequence. Since W1 is linear,
-    z_l = (x̄_l + Σ_m 𝐀_lm x̄_m) W1 + b1 = h_{x_l} + Σ_m 𝐀_lm h_{x_m} + b1,   h = E W1,
-so the mixing runs in the p hidden dimensions and the mixed vector x̄' is never formed.
+only, and since W1 is linear,
+    z_l = (x̄_l + Σ_m 𝐀_lm x̄_m) W1 + b1 = Σ_t' W'[t', l] h_t' + b1,   h = E W1 [T', p],
+    W'[t', l] = [x_l = t'] + Σ_{m : x_m = t'} 𝐀_lm        (`ReplicaCounting.mixing_t`),
+so the hidden layer is one product per replica, z = H W' with H = [[hᵀ, b1], [0, 1]] (a bias
+row of ones in W', and a constant unit 1 whose outgoing weights are b2), laid out units first
+[R, p + 1, B·L]: the readout [W2ᵀ, b2] ReLU(z) is then the logits with the class axis second,
+the layout the loss wants; the mixed vector x̄' is never formed. The hidden layer and readout
+run per group of replicas of one padded width (p rounded up to a power of two, at least 4:
+`_padded_width`), so a small-p replica is not padded to the largest p.
 
 Initialisation (digest §2.2, the authors' torch defaults), drawn in float64 from a generator
 seeded by (config, seed) only: embedding N(0, 1); W_Q, W_K ~ U(±1/√d); A ~ U(±1/√L); W1, b1 ~
@@ -88,26 +93,48 @@ def _softmax(z: torch.Tensor) -> torch.Tensor:
 
 
 class _HiddenReadout(torch.autograd.Function):
-    """y = V ReLU(H W) (batched: H [R, P, K], W [R, K, N], V [R, C, P] -> [R, C, N]), the same
-    arithmetic as bmm(V, relu(bmm(H, W))) under autograd, with two full-size passes fewer: the
-    hidden layer is a tensor of this function alone, so ReLU runs in place on it and ReLU's
-    backward in place on the gradient computed here."""
+    """y = V ReLU(H W) per group of replicas (batched: W [R, K, N]; group g holds the replicas
+    bounds[g] .. bounds[g+1] − 1 with H_g [R_g, P_g, K], V_g [R_g, C, P_g]; y [R, C, N]), the same
+    arithmetic as bmm(V_g, relu(bmm(H_g, W[group]))) under autograd, with two full-size passes
+    fewer: the hidden layer is a tensor of this function alone, so ReLU runs in place on it and
+    ReLU's backward in place on the gradient computed here."""
 
     @staticmethod
-    def forward(ctx, H: torch.Tensor, W: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
-        a = torch.bmm(H, W).relu_()
-        ctx.save_for_backward(H, W, V, a)
-        return torch.bmm(V, a)
+    def forward(ctx, W: torch.Tensor, bounds: tuple[int, ...], *HV: torch.Tensor) -> torch.Tensor:
+        R, K, N = W.shape
+        out = torch.empty(R, HV[1].shape[1], N, dtype=W.dtype, device=W.device)
+        acts = []
+        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+            H, V = HV[2 * g], HV[2 * g + 1]
+            acts.append(torch.bmm(H, W[lo:hi]).relu_())
+            torch.bmm(V, acts[-1], out=out[lo:hi])
+        ctx.bounds = bounds
+        ctx.save_for_backward(W, *HV, *acts)
+        return out
 
     @staticmethod
-    def backward(ctx, g: torch.Tensor):
-        H, W, V, a = ctx.saved_tensors
-        gV = torch.bmm(g, a.transpose(1, 2)) if ctx.needs_input_grad[2] else None
-        gz = torch.bmm(V.transpose(1, 2), g)
-        gz = torch.ops.aten.threshold_backward.grad_input(gz, a, 0, grad_input=gz)
-        gH = torch.bmm(gz, W.transpose(1, 2)) if ctx.needs_input_grad[0] else None
-        gW = torch.bmm(H.transpose(1, 2), gz) if ctx.needs_input_grad[1] else None
-        return gH, gW, gV
+    def backward(ctx, gy: torch.Tensor):
+        bounds = ctx.bounds
+        G = len(bounds) - 1
+        saved = ctx.saved_tensors
+        W, HV, acts = saved[0], saved[1:1 + 2 * G], saved[1 + 2 * G:]
+        gW = torch.empty_like(W) if ctx.needs_input_grad[0] else None
+        grads = []
+        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+            H, V, a, gy_g = HV[2 * g], HV[2 * g + 1], acts[g], gy[lo:hi]
+            gV = torch.bmm(gy_g, a.transpose(1, 2))
+            gz = torch.bmm(V.transpose(1, 2), gy_g)
+            gz = torch.ops.aten.threshold_backward.grad_input(gz, a, 0, grad_input=gz)
+            grads += [torch.bmm(gz, W[lo:hi].transpose(1, 2)), gV]
+            if gW is not None:
+                torch.bmm(H.transpose(1, 2), gz, out=gW[lo:hi])
+        return (gW, None, *grads)
+
+
+def _padded_width(p: int, P: int) -> int:
+    """The hidden width a replica of width p is computed at: the next power of two (at least 4),
+    at most the program's P (`ReplicaCounting` groups replicas by it)."""
+    return min(P, max(4, 1 << (p - 1).bit_length()))
 
 
 class ReplicaCounting(ReplicaModule):
@@ -123,6 +150,17 @@ class ReplicaCounting(ReplicaModule):
             raise ValueError(f"all replicas of one program must share (variant, T, L); got {sorted(shared)}")
         self.variant, self.T, self.L = configs[0].variant, configs[0].T, configs[0].L
         self.configs = list(configs)
+        # replicas grouped by padded hidden width (`_padded_width`), in order of width: the hidden
+        # layer and the readout run per group (the padding to the largest p costs more than the
+        # extra products); order[i] = replica at sorted place i, bounds = the groups' first places
+        P_max = max(c.p for c in configs)
+        widths = [_padded_width(c.p, P_max) for c in configs]
+        order = sorted(range(len(configs)), key=lambda r: widths[r])
+        self.group_widths = sorted(set(widths))
+        self.bounds = tuple([0] + [sum(w <= g for w in widths) for g in self.group_widths])
+        self.register_buffer("order", torch.tensor(order, device=self.device), persistent=False)
+        self.register_buffer("unorder", torch.argsort(self.order), persistent=False)
+        self.sorted = order != list(range(len(configs)))
         self.bos, self.sftm, self.lin = has_bos(self.variant), has_softmax(self.variant), is_linear(self.variant)
         Tp = self.T + self.bos
         D, P, C = max(c.d for c in configs), max(c.p for c in configs), self.L + 1
@@ -157,7 +195,7 @@ class ReplicaCounting(ReplicaModule):
             tokens = torch.cat([torch.full_like(tokens[:, :1], self.T), tokens], 1)
         return tokens
 
-    def mixing_t(self, tokens: torch.Tensor) -> torch.Tensor:
+    def mixing_t(self, tokens: torch.Tensor, order: torch.Tensor | None = None) -> torch.Tensor:
         """The token-type weights of the hidden layer, W' [R, T' + 1, N] (N = B·L query positions in
         (b, l) order; BOS is never a query), such that z_l = Σ_t' W'[t', l] h_t' + b1 (h = E W1):
         W'[t', l] = [x_l = t'] + Σ_{m : x_m = t'} 𝐀_lm, the residual's one-hot plus the mixing row
@@ -170,7 +208,8 @@ class ReplicaCounting(ReplicaModule):
         (log 0 = −∞ removes absent tokens); S(x_l, t') is gathered per query as the product of the
         score table with the one-hot queries.
         lin variants: W'[t', (b, l)] = Σ_m (I + 𝐀)_lm [x_bm = t'], one product of the one-hot
-        tokens [T'·B, L] with (I + 𝐀)ᵀ per replica (the bias row: a one-hot column times a row of ones)."""
+        tokens [T'·B, L] with (I + 𝐀)ᵀ per replica (the bias row: a one-hot column times a row of ones).
+        With `order`, the replicas come in that order (the small per-replica factors are reordered)."""
         tokens = self._with_bos(tokens)
         B, Lp = tokens.shape
         first = 1 if self.bos else 0
@@ -182,6 +221,7 @@ class ReplicaCounting(ReplicaModule):
             A = _softmax(A) if self.sftm else A  # [R, L, L]
             M_t = (A + torch.eye(L, dtype=dtype, device=dev)).transpose(1, 2)  # (I + 𝐀)ᵀ [R, L(m), L(l)]
             M_t = torch.cat([M_t, torch.ones(1, 1, L, dtype=dtype, device=dev).expand(R, 1, L)], 1)  # [R, L+1, L]
+            M_t = M_t if order is None else M_t.index_select(0, order)
             tok = torch.cat([tokens, torch.full_like(tokens[:, :1], Tp)], 1)  # bias column: "type" T'
             onehot = (tok.t()[None, :, :] == types[:, None, None]).to(dtype)  # [T'+1, L+1, B]
             onehot = onehot.transpose(1, 2).reshape(1, (Tp + 1) * B, L + 1).expand(R, -1, -1)
@@ -190,6 +230,7 @@ class ReplicaCounting(ReplicaModule):
         S_t = torch.bmm(torch.bmm(E, self.w("W_K")), torch.bmm(E, self.w("W_Q")).transpose(1, 2))
         S_t = S_t * self.scale.view(-1, 1, 1)  # score of (key token, query token): [R, T', T']
         S_t = torch.cat([S_t, torch.zeros(1, 1, Tp, dtype=dtype, device=dev).expand(R, 1, Tp)], 1)  # [R, T'+1, T']
+        S_t = S_t if order is None else S_t.index_select(0, order)
         q = tokens[:, first:].reshape(1, -1)  # query tokens [1, N]
         onehot = (q == types[:, None]).to(dtype)  # [x_l = t'] [T'+1, N]
         onehot[Tp] = 1
@@ -223,14 +264,40 @@ class ReplicaCounting(ReplicaModule):
         """Hidden pre-activations z [R, B, L, P] (a view of `hidden_t` without the constant unit)."""
         return self.hidden_t(tokens)[:, :-1].permute(0, 2, 3, 1)
 
+    def logits_grouped(self, tokens: torch.Tensor) -> torch.Tensor:
+        """`logits_t` with the replicas in the grouped order (replica order[i] at place i): per group
+        of padded hidden width w (`_padded_width`), [W2ᵀ, b2] ReLU(z) with z = H W' on the first w
+        units and the constant unit (the other units of the group's replicas are padding, 0), by
+        `_HiddenReadout`."""
+        B = tokens.shape[0]
+        o = self.order if self.sorted else None
+        W = self.mixing_t(tokens, o)  # [R, T'+1, N]
+        K = W.shape[1]
+        H = torch.cat([torch.bmm(self.w("emb"), self.w("W1")).transpose(1, 2), self.w("b1")[:, :, None]], 2)
+        W2, b2 = self.w("W2").transpose(1, 2), self.w("b2")[:, :, None]  # [R, C, P], [R, C, 1]
+        if o is not None:
+            H, W2, b2 = H.index_select(0, o), W2.index_select(0, o), b2.index_select(0, o)
+        one = torch.zeros(1, 1, K, dtype=W.dtype, device=W.device)
+        one[..., -1] = 1
+        HV = []
+        for width, lo, hi in zip(self.group_widths, self.bounds[:-1], self.bounds[1:]):
+            HV.append(torch.cat([H[lo:hi, :width], one.expand(hi - lo, 1, K)], 1))  # [R_g, w+1, T'+1]
+            HV.append(torch.cat([W2[lo:hi, :, :width], b2[lo:hi]], 2))  # [R_g, C, w+1]
+        return _HiddenReadout.apply(W, self.bounds, *HV).view(self.R, -1, B, self.L)
+
     def logits_t(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits with the class axis second: [R, C, B, L] = [W2ᵀ, b2] ReLU(z), z = `hidden_t`
-        (whose last unit is the constant 1 that carries b2), computed by `_HiddenReadout` (the short
-        class axis is not the contiguous one, so the loss's reductions over it vectorise)."""
-        B = tokens.shape[0]
-        W2b = torch.cat([self.w("W2").transpose(1, 2), self.w("b2")[:, :, None]], 2)  # [R, C, P+1]
-        out = _HiddenReadout.apply(self._hidden_weights(), self.mixing_t(tokens), W2b)
-        return out.view(self.R, -1, B, self.L)
+        (whose last unit is the constant 1 that carries b2), computed per width group
+        (`logits_grouped`; the short class axis is not the contiguous one, so the loss's
+        reductions over it vectorise)."""
+        out = self.logits_grouped(tokens)
+        return out.index_select(0, self.unorder) if self.sorted else out
+
+    def loss(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Per-replica `counting_loss` [R] on the histogram labels of tokens [B, L] (computed in the
+        grouped order, the [R] result put back in replica order)."""
+        loss = counting_loss(self.logits_grouped(tokens), hist_torch(tokens))
+        return loss.index_select(0, self.unorder) if self.sorted else loss
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits [R, B, L, C] at every (non-BOS) position (a view of `logits_t`)."""
@@ -298,9 +365,9 @@ def counting_accuracy(model: ReplicaCounting, tokens: torch.Tensor, chunk: int =
     hits = torch.zeros(model.R, dtype=torch.float64)
     for i in range(0, tokens.shape[0], chunk):
         x = tokens[i:i + chunk]
-        pred = model.logits_t(x).argmax(1)  # [R, B, L]
+        pred = model.logits_grouped(x).argmax(1)  # [R, B, L], grouped order
         hits += (pred == hist_torch(x)).to(torch.float64).sum((1, 2)).cpu()
-    return hits / tokens.numel()
+    return (hits[model.unorder.cpu()] if model.sorted else hits) / tokens.numel()
 
 
 def counting_batches(T: int, L: int, batch_size: int, seed: int = 0, sampler: str = "code",
@@ -363,7 +430,7 @@ def train_counting(model: ReplicaCounting, batches: Iterator[torch.Tensor], step
     t0 = time.perf_counter()
     for step in tqdm(range(start, start + steps), desc=desc, disable=not progress, mininterval=5.0, leave=False):
         tokens = next(batches)
-        loss = counting_loss(model.logits_t(tokens), hist_torch(tokens))
+        loss = model.loss(tokens)
         if step % curve_every == 0:
             curve.append(loss.detach().cpu().tolist())
         for p in params:

@@ -115,18 +115,36 @@ def test_training_learns_the_task_at_small_scale():
 
 
 def test_hidden_readout_gradient_equals_autograd_of_the_plain_ops():
-    """`_HiddenReadout` (ReLU and its backward in place) = bmm(V, relu(bmm(H, W))) under autograd."""
+    """`_HiddenReadout` (per group, ReLU and its backward in place) = bmm(V_g, relu(bmm(H_g, W_g)))
+    under autograd, here with two groups of different widths."""
     from .models import _HiddenReadout
 
     g = torch.Generator().manual_seed(0)
-    H, W, V = (torch.randn(s, generator=g, dtype=torch.float64, requires_grad=True)
-               for s in ((3, 5, 4), (3, 4, 11), (3, 2, 5)))
-    assert torch.autograd.gradcheck(_HiddenReadout.apply, (H, W, V))
-    out = torch.randn(3, 2, 11, generator=g, dtype=torch.float64)
-    mine = torch.autograd.grad((_HiddenReadout.apply(H, W, V) * out).sum(), (H, W, V))
-    plain = torch.autograd.grad((torch.bmm(V, torch.relu(torch.bmm(H, W))) * out).sum(), (H, W, V))
+    W = torch.randn(5, 4, 11, generator=g, dtype=torch.float64, requires_grad=True)
+    HV = [torch.randn(s, generator=g, dtype=torch.float64, requires_grad=True)
+          for s in ((3, 5, 4), (3, 2, 5), (2, 3, 4), (2, 2, 3))]
+    bounds = (0, 3, 5)
+    assert torch.autograd.gradcheck(lambda W, *HV: _HiddenReadout.apply(W, bounds, *HV), (W, *HV))
+    out = torch.randn(5, 2, 11, generator=g, dtype=torch.float64)
+    mine = torch.autograd.grad((_HiddenReadout.apply(W, bounds, *HV) * out).sum(), (W, *HV))
+    plain = torch.cat([torch.bmm(HV[1], torch.relu(torch.bmm(HV[0], W[:3]))),
+                       torch.bmm(HV[3], torch.relu(torch.bmm(HV[2], W[3:])))])
+    plain = torch.autograd.grad((plain * out).sum(), (W, *HV))
     for a, b in zip(mine, plain):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-13)
+
+
+def test_width_groups_and_their_order():
+    """Replicas are grouped by padded hidden width; logits_t and loss come back in replica order
+    (the forward test above checks the values against the reference)."""
+    m = ReplicaCounting(configs("dot"))  # p = 1, 8, 3, 16, 2, 5 -> widths 4, 8, 4, 16, 4, 8
+    assert m.group_widths == [4, 8, 16] and m.bounds == (0, 3, 5, 6) and m.sorted
+    assert m.order.tolist() == [0, 2, 4, 1, 5, 3]
+    x = torch.from_numpy(sample("code", 20, T, L, seed=4))
+    from .models import counting_loss, hist_torch
+    torch.testing.assert_close(m.loss(x), counting_loss(m.logits_t(x), hist_torch(x)), rtol=0, atol=0)
+    one = ReplicaCounting([CountingConfig("dot", T, L, 3, 5)])
+    assert one.group_widths == [5] and not one.sorted
 
 
 def test_counting_loss_and_its_gradient_equal_cross_entropy():
