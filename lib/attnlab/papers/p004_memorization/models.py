@@ -29,14 +29,13 @@ is shared within one program); see `attnlab.core.replica` for the padding and ma
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
 
-from attnlab.core.attention import heads_to_replicas, last_query_attention
 from attnlab.core.replica import replica_generator, ReplicaModule, uniform_init
+from .heads import PackedHeads
 
 PARAMS = ("paper", "repo")
 
@@ -149,13 +148,10 @@ class ReplicaAoT(ReplicaModule):
         for name, shape in shapes:
             self.add(name, shape)
         self.has_mlp = W > 0
-        # Heads of all replicas packed on one axis: row r * H_max + h of the padded weights.
-        head_rows = [r * H + h for r, c in enumerate(configs) for h in range(c.H)]
-        self.register_buffer("head_rows", torch.tensor(head_rows, device=self.device))
-        self.register_buffer("head_replica", torch.tensor([r for r, c in enumerate(configs) for _ in range(c.H)],
-                                                          device=self.device))
-        self.register_buffer("head_scale", torch.tensor([1 / math.sqrt(c.d_h) for c in configs for _ in range(c.H)],
-                                                        dtype=dtype, device=self.device))
+        # Heads of all replicas on exactly packed rows (heads.py); index maps, not state.
+        E_heads = D if self.param == "paper" else K  # the space the heads read and write
+        self.packed = PackedHeads([(c.H, c.d_h, c.d if self.param == "paper" else c.d_h) for c in configs],
+                                  H, K, E_heads, dtype, self.device)
         for r, c in enumerate(configs):
             self.init_replica(r, c)
 
@@ -188,11 +184,16 @@ class ReplicaAoT(ReplicaModule):
             self.place("b_1", r, uniform_init(gen, (c.mlp_width,), c.d))
             self.place("W_2", r, uniform_init(gen, (c.d, c.mlp_width), c.mlp_width))
 
-    def _heads(self, x_tab: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-        """Sum over each replica's heads of W_O^h W_V^h A^h over the token table x_tab [R,S,N,*]."""
-        heads = [self.w(n).flatten(0, 1)[self.head_rows] for n in ("W_Q", "W_K", "W_V", "W_O")]
-        out = last_query_attention(x_tab[self.head_replica], tokens, *heads, self.head_scale)
-        return heads_to_replicas(out, self.head_replica, self.R)
+    def _heads(self, x_tab: torch.Tensor, tokens: torch.Tensor, skip: torch.Tensor) -> torch.Tensor:
+        """skip [R*E,B] + the sum over each replica's heads of W_O^h W_V^h A^h over the token table
+        x_tab [R,S,N,E] (E = D for paper, K for repo): [R,E,B]. See `heads.last_query_heads`."""
+        return self.packed(x_tab, tokens, skip, *(self.w(n) for n in ("W_Q", "W_K", "W_V", "W_O")))
+
+    @staticmethod
+    def _rows_at(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """table [R,N,E] read at tokens index [B], as [R*E,B] (a gather along the last axis of a 2-D tensor)."""
+        R, N, E = table.shape
+        return table.transpose(1, 2).reshape(R * E, N).index_select(1, index)
 
     def residual_db(self, tokens: torch.Tensor) -> torch.Tensor:
         """The residual stream after attention (before any MLP), batch axis last: [R,D,B].
@@ -200,12 +201,14 @@ class ReplicaAoT(ReplicaModule):
         paper: x_S + sum_h W_O^h W_V^h A^h(t); repo: e(t_S) + D sum_h W_O^h W_V^h A^h(y)."""
         if self.param == "paper":
             x_tab = self.w("P")[:, :, None] + self.w("E")[:, None]  # [R,S,N,D]
-            return x_tab[:, -1, tokens[:, -1]].transpose(1, 2) + self._heads(x_tab, tokens)
+            return self._heads(x_tab, tokens, self._rows_at(x_tab[:, -1], tokens[:, -1]))
         C = self.w("C") + self.C_fixed  # [R,K,D]
         Dec = self.w("Dec") + self.Dec_fixed  # [R,D,K]
         E = self.w("E")
         y_tab = self.w("P")[:, :, None] + torch.bmm(E, C.transpose(1, 2))[:, None]  # [R,S,N,K]
-        return E[:, tokens[:, -1]].transpose(1, 2) + torch.bmm(Dec, self._heads(y_tab, tokens))
+        R, K = y_tab.shape[0], y_tab.shape[-1]
+        heads = self._heads(y_tab, tokens, y_tab.new_zeros(R * K, tokens.shape[0]))
+        return self._rows_at(E, tokens[:, -1]).view(R, -1, tokens.shape[0]) + torch.bmm(Dec, heads)
 
     def stream_db(self, tokens: torch.Tensor) -> torch.Tensor:
         """What the unembedding reads, [R,D,B]: the residual, then z + W_2 GELU(W_1 z + b_1) if an MLP."""
