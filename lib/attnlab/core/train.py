@@ -19,58 +19,63 @@ from .progress import tqdm
 
 
 class MaskedAdam:
-    """Adam (Kingma & Ba 2015, as in torch.optim.Adam) over parameters with a leading replica axis."""
+    """Adam (Kingma & Ba 2015, as in torch.optim.Adam) over parameters with a leading replica axis.
+
+    The moments of all parameters live in one flat buffer each (`m`, `v` are lists of views into it,
+    so a checkpoint can read and restore them in place), and a step is a dozen operations on the
+    flat buffers whatever the number of parameters: the gradients are gathered by one `cat`, the
+    per-replica scalars (learning rate / bias correction) are spread over the elements by one
+    `repeat_interleave`, and one multi-tensor subtraction writes the update back. Every element
+    sees the float operations of the per-parameter update in the same order, so the result is bit
+    for bit the same as looping over the parameters (train_test.py)."""
 
     def __init__(self, params, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         self.params = [p for p in params if p.requires_grad]
         self.b1, self.b2 = betas
         self.eps = eps
-        R = self.params[0].shape[0]
-        self.t = torch.zeros(R, dtype=self.params[0].dtype, device=self.params[0].device)
-        self.m = [torch.zeros_like(p) for p in self.params]
-        self.v = [torch.zeros_like(p) for p in self.params]
+        p0 = self.params[0]
+        R = p0.shape[0]
+        if any(p.shape[0] != R or p.dtype != p0.dtype or p.device != p0.device for p in self.params):
+            raise ValueError("MaskedAdam: every parameter needs the same leading replica axis, dtype and device")
+        self.t = torch.zeros(R, dtype=p0.dtype, device=p0.device)
+        self._numel = [p.numel() for p in self.params]
+        self._m = torch.zeros(sum(self._numel), dtype=p0.dtype, device=p0.device)
+        self._v = torch.zeros_like(self._m)
+        self.m = [c.view_as(p) for c, p in zip(self._m.split(self._numel), self.params)]
+        self.v = [c.view_as(p) for c, p in zip(self._v.split(self._numel), self.params)]
+        # the flat buffers are runs of (parameter, replica): replica r of parameter i has numel_i / R elements
+        self._run_replica = torch.arange(R, device=p0.device).repeat(len(self.params))
+        self._run_length = torch.tensor([n // R for n in self._numel for _ in range(R)], device=p0.device)
+
+    def _per_element(self, per_replica: torch.Tensor) -> torch.Tensor:
+        """An [R] tensor spread over the flat buffer's elements (each element gets its replica's value)."""
+        return per_replica[self._run_replica].repeat_interleave(self._run_length, output_size=self._m.numel())
 
     @torch.no_grad()
     def step(self, lr: torch.Tensor, active: torch.Tensor) -> None:
-        """lr: [R] learning rates; active: [R] bools. Inactive replicas are left exactly as they are."""
+        """lr: [R] learning rates; active: [R] bools. Inactive replicas are left exactly as they are.
+
+        Per element, with t its replica's step count: m ← b1 m + (1 − b1) g; v ← b2 v + ((1 − b2) g) g;
+        p ← p − (lr / (1 − b1^t)) m / (√v / √(1 − b2^t) + eps)."""
         act = active.to(self.t.dtype)
         self.t += act
         t = self.t.clamp(min=1)
         bc1, bc2 = 1 - self.b1 ** t, 1 - self.b2 ** t
-        if bool(active.all()):  # the common case: no masking, one multi-tensor pass per operation
-            self._step_all_active(lr, bc1, bc2)
-            return
-        for p, m, v in zip(self.params, self.m, self.v):
-            shape = (-1,) + (1,) * (p.dim() - 1)
-            a = active.view(shape)
-            g = p.grad
+        g = torch.cat([p.grad.reshape(-1) for p in self.params])
+        m, v = self._m, self._v
+        all_active = bool(active.all())
+        if all_active:  # the common case: in place, no selection
+            m.mul_(self.b1).add_(g * (1 - self.b1))
+            v.mul_(self.b2).add_((g * (1 - self.b2)).mul_(g))
+        else:
+            a = self._per_element(active)
             m.copy_(torch.where(a, self.b1 * m + (1 - self.b1) * g, m))
             v.copy_(torch.where(a, self.b2 * v + (1 - self.b2) * g * g, v))
-            denom = (v.sqrt() / bc2.sqrt().view(shape)) + self.eps
-            update = (lr / bc1).view(shape) * m / denom
-            p.sub_(torch.where(a, update, torch.zeros((), dtype=p.dtype, device=p.device)))
-
-    def _step_all_active(self, lr: torch.Tensor, bc1: torch.Tensor, bc2: torch.Tensor) -> None:
-        """`step` with every replica active, as multi-tensor (torch._foreach_*) operations: the same
-        float operations in the same order as the masked loop above (where(True, x, y) = x), so the
-        result is bit for bit the same; only the per-operation dispatch over parameters is saved."""
-        ps, ms, vs = self.params, self.m, self.v
-        gs = [p.grad for p in ps]
-        shapes = [(-1,) + (1,) * (p.dim() - 1) for p in ps]
-        torch._foreach_mul_(ms, self.b1)  # m = b1 * m + (1 - b1) * g
-        torch._foreach_add_(ms, torch._foreach_mul(gs, 1 - self.b1))
-        g2 = torch._foreach_mul(gs, 1 - self.b2)  # v = b2 * v + ((1 - b2) * g) * g
-        torch._foreach_mul_(g2, gs)
-        torch._foreach_mul_(vs, self.b2)
-        torch._foreach_add_(vs, g2)
-        denom = torch._foreach_sqrt(vs)  # sqrt(v) / sqrt(bc2) + eps
-        sbc2 = bc2.sqrt()
-        torch._foreach_div_(denom, [sbc2.view(s) for s in shapes])
-        torch._foreach_add_(denom, self.eps)
-        step = lr / bc1  # update = (lr / bc1) * m / denom
-        update = torch._foreach_mul([step.view(s) for s in shapes], ms)
-        torch._foreach_div_(update, denom)
-        torch._foreach_sub_(ps, update)
+        denom = v.sqrt().div_(self._per_element(bc2.sqrt())).add_(self.eps)
+        update = (self._per_element(lr / bc1) * m).div_(denom)
+        if not all_active:
+            update = torch.where(a, update, torch.zeros((), dtype=update.dtype, device=update.device))
+        torch._foreach_sub_(self.params, [u.view_as(p) for u, p in zip(update.split(self._numel), self.params)])
 
 
 def linear_lr(start: float, end: float, steps: int, steps_per_epoch: int = 1) -> Callable[[int], float]:

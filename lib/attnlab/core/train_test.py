@@ -83,3 +83,53 @@ def test_linear_lr_follows_torch_linearlr_semantics():
     assert lr(0) == pytest.approx(1e-2) and lr(3) == pytest.approx(1e-2)
     assert lr(4) == pytest.approx(1e-2 + (5e-4 - 1e-2) / 64)
     assert lr(10_000) == pytest.approx(5e-4)
+
+
+def _adam_loop_reference(params, grads, state, lr, active, betas=(0.9, 0.999), eps=1e-8):
+    """The per-parameter masked Adam step (the form MaskedAdam had before its flat buffers)."""
+    b1, b2 = betas
+    state["t"] += active.to(state["t"].dtype)
+    t = state["t"].clamp(min=1)
+    bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
+    for i, (p, g) in enumerate(zip(params, grads)):
+        shape = (-1,) + (1,) * (p.dim() - 1)
+        a = active.view(shape)
+        m, v = state["m"][i], state["v"][i]
+        m.copy_(torch.where(a, b1 * m + (1 - b1) * g, m))
+        v.copy_(torch.where(a, b2 * v + (1 - b2) * g * g, v))
+        denom = (v.sqrt() / bc2.sqrt().view(shape)) + eps
+        p.sub_(torch.where(a, (lr / bc1).view(shape) * m / denom, torch.zeros((), dtype=p.dtype)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_flat_masked_adam_is_the_per_parameter_loop_bit_for_bit(dtype):
+    g = torch.Generator().manual_seed(3)
+    shapes = [(4, 3, 5), (4, 7), (4, 2, 2, 3), (4,)]
+    params = [torch.randn(s, generator=g, dtype=dtype).requires_grad_() for s in shapes]
+    ref = [p.detach().clone() for p in params]
+    state = {"t": torch.zeros(4, dtype=dtype), "m": [torch.zeros_like(p) for p in ref],
+             "v": [torch.zeros_like(p) for p in ref]}
+    opt = MaskedAdam(params, betas=(0.9, 0.98), eps=1e-9)
+    lr = torch.tensor([1e-3, 3e-3, 1e-2, 3e-2], dtype=dtype)
+    for step in range(12):
+        active = torch.tensor([True, step < 6, step % 3 != 0, True])
+        grads = [torch.randn(s, generator=g, dtype=dtype) for s in shapes]
+        for p, gr in zip(params, grads):
+            p.grad = gr.clone()
+        opt.step(lr, active)
+        with torch.no_grad():
+            _adam_loop_reference(ref, grads, state, lr, active, betas=(0.9, 0.98), eps=1e-9)
+        for p, r in zip(params, ref):
+            assert torch.equal(p.detach(), r)
+    for a, b in zip(opt.m + opt.v, state["m"] + state["v"]):
+        assert torch.equal(a, b)
+    assert torch.equal(opt.t, state["t"])
+
+
+def test_masked_adam_moments_are_views_a_checkpoint_can_restore_in_place():
+    params = [torch.zeros(2, 3, requires_grad=True), torch.zeros(2, 4, requires_grad=True)]
+    opt = MaskedAdam(params)
+    opt.m[1].copy_(torch.ones(2, 4))
+    assert opt._m[6:].eq(1).all() and opt._m[:6].eq(0).all()
+    with pytest.raises(ValueError, match="replica axis"):
+        MaskedAdam([torch.zeros(2, 3, requires_grad=True), torch.zeros(3, 3, requires_grad=True)])

@@ -257,6 +257,48 @@ class Transformer(ReplicaModule):
         return torch.softmax(q @ k.transpose(-1, -2) * self.qk_scale.view(-1, 1, 1, 1, 1), dim=-1)
 
     def forward(self, x: torch.Tensor, return_attention: bool = False):
+        """Predictions [R, B, n] (and the attention maps [R, H, nodes, nodes] or [R, B, H, nodes, nodes]
+        per layer); the positional kind takes the node-major path `_forward_positional`."""
+        if self.kind == "positional":
+            return self._forward_positional(x, return_attention)
+        return self._forward_general(x, return_attention)
+
+    def _forward_positional(self, x: torch.Tensor, return_attention: bool = False):
+        """The positional model's forward, node-major (h as [R, nodes·B, E], one matrix per replica).
+
+        The attention A_h [nodes, nodes] does not depend on the input and its rows sum to 1, so Eq. (1)'s
+        layer Φ(attn ⊕ h), attn = Σ_h A_h (h W_V^h + b_V^h) W_O^h + b_O, has the first MLP pre-activation
+            h W1h + Σ_h (A_h h) (W_V^h W_O^h W1a) + ((Σ_h b_V^h W_O^h + b_O) W1a + b1),
+        computed as one product A·h over the node axis for all heads and H + 1 accumulated products,
+        without forming attn (the same function as `_forward_general`, equal to it in float64:
+        models_test.py). Far fewer, larger operations: a single model is faster than the plain loop."""
+        X = self._embed(x)  # [B, nodes, d_in], or [R, B, nodes, d_in] with one P per replica
+        R, H = self.R, self.H
+        B, nodes = X.shape[-3], X.shape[-2]
+        Xn = X.transpose(-3, -2).reshape(-1, nodes * B, X.shape[-1]).expand(R, -1, -1)  # [R, nodes·B, d_in]
+        # products accumulate in place (a broadcast bias in baddbmm costs a copy of the whole output)
+        h = torch.bmm(Xn, self.w("enc_W")).add_(self.w("enc_b")[:, None, :])  # [R, nodes·B, E]
+        E = h.shape[-1]
+        maps = []
+        for l in range(self.L):
+            A = self.attention(l)  # [R, H, nodes, nodes]
+            oW, W1a = self.w(f"o_W{l}"), self.w(f"m1a_W{l}")
+            N = self.w(f"v_W{l}") @ oW @ W1a.unsqueeze(1)  # W_V^h W_O^h W1a: [R, H, E, hidden]
+            c = (self.w(f"v_b{l}").unsqueeze(2) @ oW).sum(1) + self.w(f"o_b{l}")[:, None, :]  # [R, 1, E]
+            bias = torch.baddbmm(self.w(f"m1_b{l}")[:, None, :], c, W1a)  # [R, 1, hidden]
+            Y = torch.bmm(A.reshape(R, H * nodes, nodes), h.view(R, nodes, B * E)).view(R, H, nodes * B, E)
+            pre = torch.bmm(h, self.w(f"m1h_W{l}"))
+            for Y_h, N_h in zip(Y.unbind(1), N.unbind(1)):  # (unbind: one stack in backward, not H slices)
+                pre.baddbmm_(Y_h, N_h)
+            hid = torch.relu_(pre.add_(bias))
+            h = torch.bmm(hid, self.w(f"m2_W{l}")).add_(self.w(f"m2_b{l}")[:, None, :])
+            maps.append(A)
+        y = torch.bmm(h, self.w("dec_W")).add_(self.w("dec_b")[:, None, :]).view(R, nodes, B)
+        y = y[:, : self.n].transpose(1, 2).contiguous()  # drop the scratchpad: [R, B, n]
+        return (y, maps) if return_attention else y
+
+    def _forward_general(self, x: torch.Tensor, return_attention: bool = False):
+        """Any kind (attention from the input, or not): batch-major, attn formed per head."""
         X = self._embed(x)  # [B, nodes, d_in], or [R, B, nodes, d_in] with one P per replica
         h = (torch.einsum("rbnd,rde->rbne" if self.mixed else "bnd,rde->rbne", X, self.w("enc_W"))
              + self.w("enc_b")[:, None, None, :])
