@@ -12,8 +12,9 @@ Tokens take N values, so everything before the softmax weights is a table over t
 computed once per step and read per sequence b:
 * the scores at the query's own position s = S-1 depend on the query token only: a [G,N] table;
 * the scores at s < S-1: a [G, N, (S-1)N] table (one bmm over the G packed heads), gathered;
-* the values W_O^h W_V^h x_{s,n}: a table [C', SN] on exactly packed rows, one row per
-  (head, i < e) (C' = sum_r H_r e_r rows; no padded head or dimension reaches the batch).
+* the values W_O^h W_V^h x_{s,n}: OV^h = W_O^h W_V^h first ([E,E] per head), then one bmm per
+  replica gives a table [C', SN] on exactly packed rows, one row per (head, i < e)
+  (C' = sum_r H_r e_r rows; no padded head or dimension reaches the batch).
 Only the weighted sum over s of the gathered values is per sequence: `weighted_rows`, whose
 backward is written out (one pass per product; every gather's backward is an index_add).
 Every sum over heads or rows runs over one replica's rows in a fixed order: a replica's result
@@ -71,13 +72,13 @@ def last_query_heads(x_tab: torch.Tensor, tokens: torch.Tensor, skip: torch.Tens
     xT = x_tab.reshape(R, S * N, E).transpose(1, 2)  # [R,E,SN]
     query = tokens[:, -1]
     # Query and key tables of the packed heads, [G,K,N] and [G,K,SN] (zero rows beyond d_h).
-    q = torch.bmm(W_Q.reshape(R, H * K, E), xT[:, :, (S - 1) * N:]).view(R * H, K, N)
-    q = q.index_select(0, lay.head_src) * lay.head_scale
-    k = torch.bmm(W_K.reshape(R, H * K, E), xT).view(R * H, K, S * N).index_select(0, lay.head_src)
+    q = torch.bmm(W_Q.reshape(R, H * K, E), xT[:, :, (S - 1) * N:]).view(R * H, K * N)
+    q = q.index_select(0, lay.head_src).view(G, K, N) * lay.head_scale
+    k = torch.bmm(W_K.reshape(R, H * K, E), xT).view(R * H, K * S * N).index_select(0, lay.head_src).view(G, K, S * N)
     last = (q * k[:, :, (S - 1) * N:]).sum(1).index_select(1, query)  # [G,B]: key = the query itself
-    # Value table W_O^h W_V^h x_{s,n} on packed rows [C', SN].
-    v = torch.bmm(W_V.reshape(R, H * K, E), xT).view(R * H, K, S * N)
-    ov = torch.bmm(W_O.reshape(R * H, E, K), v).view(R * H * E, S * N).index_select(0, lay.ov_src)
+    # Value table W_O^h W_V^h x_{s,n} on packed rows [C', SN]: OV^h = W_O^h W_V^h first ([E,E] per head).
+    OV = torch.bmm(W_O.reshape(R * H, E, K), W_V.reshape(R * H, K, E)).view(R, H * E, E)
+    ov = torch.bmm(OV, xT).view(R * H * E, S * N).index_select(0, lay.ov_src)
     keys = (tokens.T + (torch.arange(S, device=tokens.device) * N).unsqueeze(1)).reshape(-1)  # [S*B]: (s, t_s)
     if S == 2:  # softmax over two scores is a sigmoid of their difference: a_0 = 1 - a_1
         tab = torch.bmm(q.transpose(1, 2), k[:, :, :N]).view(G, N * N)  # [G, query token, key token]
