@@ -73,18 +73,18 @@ def last_query_heads(x_tab: torch.Tensor, tokens: torch.Tensor, skip: torch.Tens
     query = tokens[:, -1]
     # Query and key tables of the packed heads, [G,K,N] and [G,K,SN] (zero rows beyond d_h).
     q = torch.bmm(W_Q.reshape(R, H * K, E), xT[:, :, (S - 1) * N:]).view(R * H, K * N)
-    q = q.index_select(0, lay.head_src).view(G, K, N) * lay.head_scale
+    q = q.index_select(0, lay.head_src).view(G, K, N)
     k = torch.bmm(W_K.reshape(R, H * K, E), xT).view(R * H, K * S * N).index_select(0, lay.head_src).view(G, K, S * N)
-    last = (q * k[:, :, (S - 1) * N:]).sum(1).index_select(1, query)  # [G,B]: key = the query itself
     # Value table W_O^h W_V^h x_{s,n} on packed rows [C', SN]: OV^h = W_O^h W_V^h first ([E,E] per head).
     OV = torch.bmm(W_O.reshape(R * H, E, K), W_V.reshape(R * H, K, E)).view(R, H * E, E)
     ov = torch.bmm(OV, xT).view(R * H * E, S * N).index_select(0, lay.ov_src)
     keys = (tokens.T + (torch.arange(S, device=tokens.device) * N).unsqueeze(1)).reshape(-1)  # [S*B]: (s, t_s)
     if S == 2:  # softmax over two scores is a sigmoid of their difference: a_0 = 1 - a_1
-        tab = torch.bmm(q.transpose(1, 2), k[:, :, :N]).view(G, N * N)  # [G, query token, key token]
-        a1 = torch.sigmoid(last - tab.index_select(1, query * N + tokens[:, 0]))  # [G,B]
+        a1 = torch.sigmoid(ScoreDifference.apply(q, k, lay.head_scale.view(-1), query, tokens[:, 0]))  # [G,B]
         out = TwoKeyRows.apply(a1, ov, keys[:B], keys[B:], lay.ov_head, lay.ov_out, skip)
     else:
+        q = q * lay.head_scale
+        last = (q * k[:, :, (S - 1) * N:]).sum(1).index_select(1, query)  # [G,B]: key = the query itself
         tab = torch.bmm(q.transpose(1, 2), k[:, :, :(S - 1) * N]).view(G, N * (S - 1) * N)
         early = tokens[:, :-1].T + (torch.arange(S - 1, device=tokens.device) * N).unsqueeze(1)  # [S-1,B]
         scores = torch.cat([tab.index_select(1, (query * ((S - 1) * N) + early).reshape(-1)).view(G, S - 1, B),
@@ -92,6 +92,37 @@ def last_query_heads(x_tab: torch.Tensor, tokens: torch.Tensor, skip: torch.Tens
         e = (scores - scores.detach().amax(1, keepdim=True)).exp()
         out = WeightedRows.apply(e / e.sum(1, keepdim=True), ov, keys, lay.ov_head, lay.ov_out, skip)
     return out.view(R, E, B)
+
+
+class ScoreDifference(torch.autograd.Function):
+    """S = 2: z[g,b] = scale_g (q_g(t_1)^T k_g(1, t_1) - q_g(t_1)^T k_g(0, t_0)), the score of the query's
+    own position minus the first position's (a_1 = sigmoid(z)), from q [G,K,N] and k [G,K,2N]
+    (columns: position 0's N tokens, then position 1's). The first scores come from the table
+    q_g^T k_g(0, .) [G,N,N] (one bmm), the own-position ones from its N diagonal products.
+    Backward: with g_tab [G,N,N] the scattered -scale*grad and g_own [G,N] the scattered
+    scale*grad: grad_q = k_0 g_tabᵀ + k_1 g_own, grad_k = [q g_tab, q g_own]."""
+
+    @staticmethod
+    def forward(ctx, q, k, scale, query, first):
+        G, K, N = q.shape
+        k0, k1 = k[:, :, :N], k[:, :, N:]
+        tab = torch.bmm(q.transpose(1, 2), k0).view(G, N * N)  # [G, query token, key token]
+        own = (q * k1).sum(1)  # [G,N]
+        pair = query * N + first
+        ctx.save_for_backward(q, k, scale, query, pair)
+        return (own.index_select(1, query) - tab.index_select(1, pair)) * scale.unsqueeze(1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, scale, query, pair = ctx.saved_tensors
+        G, K, N = q.shape
+        gs = grad * scale.unsqueeze(1)  # [G,B]
+        g_tab = gs.new_zeros(G, N * N).index_add_(1, pair, gs, alpha=-1).view(G, N, N)
+        g_own = gs.new_zeros(G, N).index_add_(1, query, gs).unsqueeze(1)  # [G,1,N]
+        k0, k1 = k[:, :, :N], k[:, :, N:]
+        grad_q = torch.baddbmm(k1 * g_own, k0, g_tab.transpose(1, 2))
+        grad_k = torch.cat([torch.bmm(q, g_tab), q * g_own], dim=2)
+        return grad_q, grad_k, None, None, None
 
 
 class WeightedRows(torch.autograd.Function):

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from attnlab.core.attention import heads_to_replicas, last_query_attention
-from attnlab.papers.p004_memorization.heads import last_query_heads, PackedHeads, TwoKeyRows, WeightedRows
+from attnlab.papers.p004_memorization.heads import (last_query_heads, PackedHeads, ScoreDifference, TwoKeyRows,
+                                                    WeightedRows)
 
 # replicas (H, d_h, e) under padded sizes H_max = 4, K = 3, E = 5
 HEADS = [(1, 3, 5), (4, 1, 2), (2, 2, 4), (3, 3, 3)]
@@ -115,3 +116,18 @@ def test_weighted_rows_functions_pass_gradcheck():
     # TwoKeyRows is WeightedRows with a_0 = 1 - a_1
     two = WeightedRows.apply(torch.stack([1 - a1, a1], 1), T, torch.cat([k0, k1]), head, out_row, skip)
     assert torch.allclose(TwoKeyRows.apply(a1, T, k0, k1, head, out_row, skip), two, rtol=0, atol=1e-12)
+
+
+def test_score_difference_passes_gradcheck_and_equals_its_formula():
+    g = torch.Generator().manual_seed(5)
+    G, K, N, B = 3, 2, 4, 6
+    q = torch.randn(G, K, N, generator=g, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(G, K, 2 * N, generator=g, dtype=torch.float64, requires_grad=True)
+    scale = torch.rand(G, generator=g, dtype=torch.float64)
+    t0, t1 = torch.randint(0, N, (B,), generator=g), torch.randint(0, N, (B,), generator=g)
+    z = ScoreDifference.apply(q, k, scale, t1, t0)
+    own = torch.einsum("gkb,gkb->gb", q[:, :, t1], k[:, :, N + t1])
+    first = torch.einsum("gkb,gkb->gb", q[:, :, t1], k[:, :, t0])
+    assert torch.allclose(z, scale[:, None] * (own - first), rtol=0, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda q, k: ScoreDifference.apply(q, k, scale, t1, t0), (q, k))
+
