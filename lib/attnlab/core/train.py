@@ -21,13 +21,13 @@ from .progress import tqdm
 class MaskedAdam:
     """Adam (Kingma & Ba 2015, as in torch.optim.Adam) over parameters with a leading replica axis.
 
-    The moments of all parameters live in one flat buffer each (`m`, `v` are lists of views into it,
-    so a checkpoint can read and restore them in place), and a step is a dozen operations on the
-    flat buffers whatever the number of parameters: the gradients are gathered by one `cat`, the
-    per-replica scalars (learning rate / bias correction) are spread over the elements by one
-    `repeat_interleave`, and one multi-tensor subtraction writes the update back. Every element
-    sees the float operations of the per-parameter update in the same order, so the result is bit
-    for bit the same as looping over the parameters (train_test.py)."""
+    The moments of all parameters live in one replica-major buffer each, [R, K] with K the parameter
+    count of one (padded) replica (`m`, `v` are lists of views into it, so a checkpoint can read and
+    restore them in place). A step is a dozen operations on these buffers whatever the number of
+    parameters: the gradients are gathered by one `cat`, the per-replica scalars (learning rate,
+    bias corrections, active mask) broadcast as [R, 1] columns, and one multi-tensor subtraction
+    writes the update back. Every element sees the float operations of the per-parameter update
+    in the same order, so the result is bit for bit the per-parameter loop's (train_test.py)."""
 
     def __init__(self, params, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         self.params = [p for p in params if p.requires_grad]
@@ -38,18 +38,15 @@ class MaskedAdam:
         if any(p.shape[0] != R or p.dtype != p0.dtype or p.device != p0.device for p in self.params):
             raise ValueError("MaskedAdam: every parameter needs the same leading replica axis, dtype and device")
         self.t = torch.zeros(R, dtype=p0.dtype, device=p0.device)
-        self._numel = [p.numel() for p in self.params]
-        self._m = torch.zeros(sum(self._numel), dtype=p0.dtype, device=p0.device)
+        self._width = [p.numel() // R for p in self.params]
+        self._m = torch.zeros(R, sum(self._width), dtype=p0.dtype, device=p0.device)
         self._v = torch.zeros_like(self._m)
-        self.m = [c.view_as(p) for c, p in zip(self._m.split(self._numel), self.params)]
-        self.v = [c.view_as(p) for c, p in zip(self._v.split(self._numel), self.params)]
-        # the flat buffers are runs of (parameter, replica): replica r of parameter i has numel_i / R elements
-        self._run_replica = torch.arange(R, device=p0.device).repeat(len(self.params))
-        self._run_length = torch.tensor([n // R for n in self._numel for _ in range(R)], device=p0.device)
+        self.m = self._views(self._m)
+        self.v = self._views(self._v)
 
-    def _per_element(self, per_replica: torch.Tensor) -> torch.Tensor:
-        """An [R] tensor spread over the flat buffer's elements (each element gets its replica's value)."""
-        return per_replica[self._run_replica].repeat_interleave(self._run_length, output_size=self._m.numel())
+    def _views(self, buf: torch.Tensor) -> list[torch.Tensor]:
+        """Each parameter's block of an [R, K] buffer, viewed in the parameter's shape."""
+        return [c.view(p.shape) for c, p in zip(buf.split(self._width, dim=1), self.params)]
 
     @torch.no_grad()
     def step(self, lr: torch.Tensor, active: torch.Tensor) -> None:
@@ -61,21 +58,22 @@ class MaskedAdam:
         self.t += act
         t = self.t.clamp(min=1)
         bc1, bc2 = 1 - self.b1 ** t, 1 - self.b2 ** t
-        g = torch.cat([p.grad.reshape(-1) for p in self.params])
+        R = self.t.shape[0]
+        g = torch.cat([p.grad.reshape(R, -1) for p in self.params], dim=1)
         m, v = self._m, self._v
         all_active = bool(active.all())
         if all_active:  # the common case: in place, no selection
             m.mul_(self.b1).add_(g * (1 - self.b1))
             v.mul_(self.b2).add_((g * (1 - self.b2)).mul_(g))
         else:
-            a = self._per_element(active)
+            a = active.view(R, 1)
             m.copy_(torch.where(a, self.b1 * m + (1 - self.b1) * g, m))
             v.copy_(torch.where(a, self.b2 * v + (1 - self.b2) * g * g, v))
-        denom = v.sqrt().div_(self._per_element(bc2.sqrt())).add_(self.eps)
-        update = (self._per_element(lr / bc1) * m).div_(denom)
+        denom = v.sqrt().div_(bc2.sqrt().view(R, 1)).add_(self.eps)
+        update = ((lr / bc1).view(R, 1) * m).div_(denom)
         if not all_active:
             update = torch.where(a, update, torch.zeros((), dtype=update.dtype, device=update.device))
-        torch._foreach_sub_(self.params, [u.view_as(p) for u, p in zip(update.split(self._numel), self.params)])
+        torch._foreach_sub_(self.params, self._views(update))
 
 
 def linear_lr(start: float, end: float, steps: int, steps_per_epoch: int = 1) -> Callable[[int], float]:
