@@ -13,11 +13,37 @@ import torch
 DEVICES = ("auto", "cpu", "cuda")
 
 
+_HEAP_KEPT = False
+
+
+def keep_freed_memory() -> bool:
+    """Keep freed tensor memory in the process's heap (glibc `mallopt`; a no-op elsewhere).
+
+    By default glibc serves blocks above its mmap threshold (128 KB at first) with fresh pages and
+    gives them back on free, so a training step that frees and reallocates megabyte-sized activations
+    page-faults them in again every step (~160,000 minor faults in a 300-step 002 sweep). Raising the
+    mmap and trim thresholds keeps them (PyTorch's CPU tuning guide gets the same from jemalloc or
+    tcmalloc): 12 % off the 002 sweep, 6 % off 001's (one thread). Returns whether it took effect."""
+    global _HEAP_KEPT
+    if not _HEAP_KEPT:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL("libc.so.6")
+            M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+            _HEAP_KEPT = bool(libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)) and bool(libc.mallopt(M_TRIM_THRESHOLD, 1 << 30))
+        except (OSError, AttributeError):
+            _HEAP_KEPT = False
+    return _HEAP_KEPT
+
+
 def set_threads(n: int | None = None) -> int:
-    """Set torch's intra-op threads to `n` (default: $ATTNLAB_THREADS or 1) and return it."""
+    """Set torch's intra-op threads to `n` (default: $ATTNLAB_THREADS or 1) and return it; also
+    `keep_freed_memory` (both are per-process settings for training)."""
     n = int(n if n is not None else os.environ.get("ATTNLAB_THREADS", "1"))
     if n < 1:
         raise ValueError(f"threads={n} must be >= 1")
+    keep_freed_memory()
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n
