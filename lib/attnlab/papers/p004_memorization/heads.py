@@ -106,7 +106,13 @@ class ScoreDifference(torch.autograd.Function):
     def forward(ctx, q, k, scale, query, first):
         G, K, N = q.shape
         k0, k1 = k[:, :, :N], k[:, :, N:]
-        tab = torch.bmm(q.transpose(1, 2), k0).view(G, N * N)  # [G, query token, key token]
+        if K <= 4:  # a bmm of many tiny matrices with a transposed operand is slower than K products
+            tab = q[:, 0, :, None] * k0[:, 0, None, :]
+            for j in range(1, K):
+                tab.addcmul_(q[:, j, :, None], k0[:, j, None, :])
+        else:
+            tab = torch.bmm(q.transpose(1, 2), k0)
+        tab = tab.view(G, N * N)  # [G, query token, key token]
         own = (q * k1).sum(1)  # [G,N]
         pair = query * N + first
         ctx.save_for_backward(q, k, scale, query, pair)
