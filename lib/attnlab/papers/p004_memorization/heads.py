@@ -171,7 +171,9 @@ class TwoKeyRows(torch.autograd.Function):
     """`WeightedRows` for S = 2 with a_0 = 1 - a_1 given as a1 [G,B]: per row c,
     o = T[c, k0] + a1[head(c)] (T[c, k1] - T[c, k0]); out = skip + index_add of o into out_row(c).
     Backward: grad_a1 = sum_c<-g grad_o (T[., k1] - T[., k0]); grad_T = index_add of
-    grad_o (1 - a1_rows) at k0 and of grad_o a1_rows at k1; grad_skip = grad_out."""
+    grad_o (1 - a1_rows) at k0 and of grad_o a1_rows at k1; grad_skip = grad_out. The products
+    are formed in place in the saved [C,B] tensors (fresh full-size buffers cost more than the
+    arithmetic here), so the backward runs once."""
 
     @staticmethod
     def forward(ctx, a1, T, k0, k1, head, out_row, skip):
@@ -180,18 +182,21 @@ class TwoKeyRows(torch.autograd.Function):
         rows = a1.index_select(0, head)
         o = v0.addcmul_(rows, diff)
         ctx.save_for_backward(diff, rows, k0, k1, head, out_row)
-        ctx.shapes = (a1.shape[0], T.shape[1])
+        ctx.shapes, ctx.spent = (a1.shape[0], T.shape[1]), False
         return skip.index_add(0, out_row, o)
 
     @staticmethod
     def backward(ctx, grad_out):
+        if ctx.spent:
+            raise RuntimeError("TwoKeyRows: the backward overwrites its saved tensors; it runs once")
+        ctx.spent = True
         diff, rows, k0, k1, head, out_row = ctx.saved_tensors
         G, M = ctx.shapes
         grad_o = grad_out.index_select(0, out_row)  # [C,B]
         grad_a1 = grad_T = None
         if ctx.needs_input_grad[0]:
-            grad_a1 = grad_o.new_zeros(G, grad_o.shape[1]).index_add_(0, head, grad_o * diff)
+            grad_a1 = grad_o.new_zeros(G, grad_o.shape[1]).index_add_(0, head, diff.mul_(grad_o))
         if ctx.needs_input_grad[1]:
-            g1 = grad_o * rows
+            g1 = rows.mul_(grad_o)
             grad_T = grad_o.new_zeros(grad_o.shape[0], M).index_add_(1, k1, g1).index_add_(1, k0, grad_o.sub_(g1))
         return grad_a1, grad_T, None, None, None, None, grad_out if ctx.needs_input_grad[6] else None

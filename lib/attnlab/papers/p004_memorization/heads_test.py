@@ -99,7 +99,7 @@ def test_a_replica_in_the_pack_equals_it_alone():
         assert torch.allclose(full[i].grad[2], one[i].grad[0], rtol=0, atol=1e-12), i
 
 
-def test_weighted_rows_functions_pass_gradcheck():
+def test_weighted_rows_gradcheck_and_two_key_rows_equal_plain_autograd():
     g = torch.Generator().manual_seed(4)
     G, C, M, B, Q, S = 3, 7, 5, 4, 6, 3
     head = torch.tensor([0, 0, 1, 1, 1, 2, 2])
@@ -111,8 +111,17 @@ def test_weighted_rows_functions_pass_gradcheck():
     assert torch.autograd.gradcheck(lambda a, T, s: WeightedRows.apply(a, T, keys, head, out_row, s), (a, T, skip))
     a1 = torch.rand(G, B, generator=g, dtype=torch.float64, requires_grad=True)
     k0, k1 = keys[:B], keys[B:2 * B]
-    assert torch.autograd.gradcheck(lambda a1, T, s: TwoKeyRows.apply(a1, T, k0, k1, head, out_row, s),
-                                    (a1, T, skip))
+    # TwoKeyRows (a backward that runs once, in place) = the same sum in plain autograd ops
+    probe = torch.randn(Q, B, generator=g, dtype=torch.float64)
+    out = TwoKeyRows.apply(a1, T, k0, k1, head, out_row, skip)
+    plain = skip.index_add(0, out_row, T[:, k0] + a1[head] * (T[:, k1] - T[:, k0]))
+    assert torch.allclose(out, plain, rtol=0, atol=1e-12)
+    ours = torch.autograd.grad((out * probe).sum(), (a1, T, skip), retain_graph=True)
+    ref = torch.autograd.grad((plain * probe).sum(), (a1, T, skip))
+    for x, y in zip(ours, ref):
+        assert torch.allclose(x, y, rtol=0, atol=1e-12)
+    with pytest.raises(RuntimeError, match="runs once"):
+        torch.autograd.grad((out * probe).sum(), (a1, T, skip))
     # TwoKeyRows is WeightedRows with a_0 = 1 - a_1
     two = WeightedRows.apply(torch.stack([1 - a1, a1], 1), T, torch.cat([k0, k1]), head, out_row, skip)
     assert torch.allclose(TwoKeyRows.apply(a1, T, k0, k1, head, out_row, skip), two, rtol=0, atol=1e-12)
