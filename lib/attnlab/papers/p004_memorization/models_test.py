@@ -211,3 +211,25 @@ def test_fig3_axis_is_the_count_of_both_models_at_matched_width():
     # Fig. 7 (App. B.1) prints 4d^2 H + 2d(N + 1) instead: d more (digest E7: d = 50, N = 200: 30 100 -> 130 100).
     assert fig7_parameter_axis(50, 1, 200) == 30100 and fig7_parameter_axis(50, 11, 200) == 130100
     assert fig7_parameter_axis(50, 6, 200) - fig3_parameter_axis(50, 6, 200) == 50
+
+
+def test_distinct_sequences_and_a_batch_of_repeats_equal_the_rows_computed_one_by_one():
+    """A batch with repeated sequences (computed once per distinct sequence) equals the same rows
+    each computed in a batch without repeats; gradients too (float64)."""
+    from attnlab.papers.p004_memorization.models import distinct_sequences
+    g = torch.Generator().manual_seed(4)
+    tokens = torch.randint(0, 4, (40, 2), generator=g)  # at most 16 distinct sequences
+    seqs, inverse = distinct_sequences(tokens, 4)
+    assert torch.equal(seqs[inverse], tokens) and len(seqs) <= 16
+    assert distinct_sequences(lookup_table_task(N)[0], N) is None  # all distinct: computed per row
+    for configs in (SIXTEEN[:5], REPO[:3], MLP[:3]):
+        model = ReplicaAoT(configs, dtype=torch.float64)
+        probe = torch.randn(len(configs), 40, N, generator=g, dtype=torch.float64)
+        out = model(tokens)
+        ref = torch.cat([model(tokens[i:i + 1]) for i in range(40)], dim=1)  # one sequence a call
+        assert torch.allclose(out, ref, rtol=0, atol=1e-12)
+        params = list(model.parameters())
+        ours = torch.autograd.grad((out * probe).sum(), params)
+        theirs = torch.autograd.grad((ref * probe).sum(), params)
+        for a, b in zip(ours, theirs):
+            assert torch.allclose(a, b, rtol=0, atol=1e-12)
