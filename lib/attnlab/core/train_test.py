@@ -133,3 +133,28 @@ def test_masked_adam_moments_are_views_a_checkpoint_can_restore_in_place():
     assert opt._m[:, 3:].eq(1).all() and opt._m[:, :3].eq(0).all()
     with pytest.raises(ValueError, match="replica axis"):
         MaskedAdam([torch.zeros(2, 3, requires_grad=True), torch.zeros(3, 3, requires_grad=True)])
+
+
+def test_replica_cross_entropy_and_its_written_out_gradient_equal_torch_cross_entropy():
+    g = torch.Generator().manual_seed(5)
+    R, B, N = 3, 40, 7
+    base = torch.randn(R, N, B, generator=g, dtype=torch.float64)
+    y = torch.randint(0, N, (B,), generator=g)
+    w = torch.rand(R, generator=g, dtype=torch.float64)
+    ours_in = base.clone().requires_grad_()
+    ref_in = base.clone().requires_grad_()
+    ours = replica_cross_entropy(ours_in.transpose(1, 2), y)  # logits [R, B, N] as a view of [R, N, B]
+    ref = torch.stack([torch.nn.functional.cross_entropy(ref_in[r].t(), y) for r in range(R)])
+    torch.testing.assert_close(ours, ref, rtol=0, atol=1e-13)
+    (ours * w).sum().backward()
+    (ref * w).sum().backward()
+    torch.testing.assert_close(ours_in.grad, ref_in.grad, rtol=0, atol=1e-15)
+    again = replica_cross_entropy(base.clone().requires_grad_().transpose(1, 2), y).sum()
+    again.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="runs once"):
+        again.backward()
+
+
+def test_accuracy_index_is_argmax_also_with_ties():
+    x = torch.tensor([[[0.0, 1.0, 1.0], [2.0, 2.0, 2.0], [0.0, -1.0, 3.0]]])
+    assert torch.equal(x.max(-1).indices, x.argmax(-1))

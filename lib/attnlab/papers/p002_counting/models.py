@@ -40,7 +40,7 @@ import torch
 from attnlab.core.hashing import derive_seed
 from attnlab.core.progress import tqdm
 from attnlab.core.replica import ReplicaModule, replica_generator, uniform_init
-from attnlab.core.train import MaskedAdam
+from attnlab.core.train import MaskedAdam, class_axis_cross_entropy
 
 from . import paper
 from .reference import VARIANTS, CountingWeights, has_bos, has_softmax, is_linear, n_params
@@ -319,44 +319,13 @@ def hist_torch(tokens: torch.Tensor) -> torch.Tensor:
     return (tokens[:, :, None] == tokens[:, None, :]).sum(-1)
 
 
-class _ClassAxisCrossEntropy(torch.autograd.Function):
-    """Mean cross-entropy per replica over the class axis 1: z [R, C, N], targets [N] -> [R],
-    loss_r = mean_n (log Σ_c exp z_rcn − z_r,y_n,n), with the gradient written out:
-    ∂loss_r/∂z_rcn = (softmax_c(z_r·n) − [c = y_n]) / N. The forward keeps exp(z − max) for the
-    backward, which normalises it in place (so the backward runs once)."""
-
-    @staticmethod
-    def forward(ctx, z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        R, C, N = z.shape
-        mx = z.amax(1, keepdim=True)  # [R, 1, N]
-        e = (z - mx).exp_()
-        s = e.sum(1)  # [R, N]
-        idx = targets.reshape(1, 1, N).expand(R, 1, N)
-        pick = z.gather(1, idx).squeeze(1)
-        ctx.save_for_backward(e, s, idx)
-        ctx.spent = False
-        return (s.log() + mx.squeeze(1) - pick).mean(1)
-
-    @staticmethod
-    def backward(ctx, g: torch.Tensor):
-        if ctx.spent:
-            raise RuntimeError("counting_loss: the backward overwrites its saved tensors; it runs once")
-        ctx.spent = True
-        e, s, idx = ctx.saved_tensors
-        R, C, N = e.shape
-        gn = g / N  # [R]
-        gz = e.mul_((gn[:, None] / s)[:, None, :])  # softmax · g / N
-        gz.scatter_add_(1, idx, (-gn).view(R, 1, 1).expand(R, 1, N))  # − [c = y] · g / N
-        return gz, None
-
-
 def counting_loss(logits_t: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Per-replica cross-entropy averaged over all positions: logits_t [R, C, B, L] (the layout of
     `ReplicaCounting.logits_t`), targets [B, L] -> [R]. The log-sum-exp over the short class axis
     runs over the contiguous (batch, position) axis; the gradient is the written-out
-    (softmax − one-hot) / (B·L) (`_ClassAxisCrossEntropy`)."""
+    (softmax − one-hot) / (B·L) (`core.train.class_axis_cross_entropy`)."""
     R, C, B, L = logits_t.shape
-    return _ClassAxisCrossEntropy.apply(logits_t.reshape(R, C, B * L), targets.reshape(-1))
+    return class_axis_cross_entropy(logits_t.reshape(R, C, B * L), targets.reshape(-1))
 
 
 @torch.no_grad()
