@@ -154,7 +154,7 @@ def claims_entangled(result: dict) -> ClaimsTable:
             low = min(r["accuracy64"] for r in m["runs"] if r["d"] == d)
             ok = low >= 0.99
             t.add(f"{k + 1}c d={d}", f"{tag}, d = {d} ≥ T = {T}: near 100% (worst of {len(seeds)} runs)",
-                  paper="≈ 1.0" if main else "– (notebook: 0.972 at d = T/2)", ours=low, holds=ok,
+                  paper="≈ 1.0" if main else "– (notebook: 0.972 at d = T/2)", ours=f"{low:.4f}", holds=ok,
                   tolerance="≥ 0.99", asserted=main and ci and d >= 2 * T, source="figure" if main else "data")
         # errors are mostly confusions with a neighbouring count
         errs = [r for r in m["runs"] if r["d"] < T and r["accuracy64"] < 1]
