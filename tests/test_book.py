@@ -93,3 +93,20 @@ def test_every_reproduced_row_measures_something():
             paper = re.sub(r" \((text|figure|data|digest)\)$", "", r["paper"]).strip()
             assert not (paper == r["ours"].strip() and not _number(paper)), \
                 f"{exp.id} row {r['key']}: paper and this run both read {paper!r}: a consistency check, not a reproduction"
+
+
+def test_machine_warnings_name_chapters_executed_on_another_cpu_only():
+    from attnlab.notebooks import executed_on, machine_warnings
+
+    here = executed_on()
+    assert machine_warnings([dict(here), dict(here)]) == []
+    other = {"cpu": "AMD EPYC", "torch": here["torch"]}
+    lines = machine_warnings([dict(here), other, other, {}])
+    assert len(lines) == 2 and lines[0].startswith("2 chapter(s) were executed on AMD EPYC")
+    assert "an unrecorded CPU" in lines[1] and "attnlab book --force" in lines[1]
+
+
+def test_the_executed_book_records_the_machine_that_ran_it():
+    for exp in registry().values():
+        meta = nbformat.read(exp.executed, as_version=4).metadata["attnlab"]
+        assert meta.get("cpu") and meta.get("torch"), exp.id

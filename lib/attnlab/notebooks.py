@@ -54,6 +54,46 @@ def fingerprint(exp: Experiment) -> dict[str, str]:
     return {"source_hash": _digest([exp.notebook]), "lib_hash": _digest(lib_files(exp))}
 
 
+def cpu_name() -> str:
+    """This machine's CPU model (Linux /proc/cpuinfo, else platform), e.g. 'Intel(R) Xeon(R) Processor'."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def executed_on() -> dict[str, str]:
+    """What an executed chapter records about the machine: its CPU and torch version. Trained float32
+    numbers depend on both at rounding level (the BLAS kernels chosen for the CPU): an AMD EPYC and an
+    Intel Xeon gave different last digits after training (2026-11-25)."""
+    from importlib.metadata import version
+
+    return {"cpu": cpu_name(), "torch": version("torch")}
+
+
+def machine_warnings(executed: Iterable[dict] | None = None) -> list[str]:
+    """One line per (CPU, torch) other than this machine's that executed chapters in book/ (their
+    `attnlab` metadata; default: every executed chapter): nbval compares printed numbers exactly,
+    so `make test` here may fail on those chapters until `attnlab book --force` re-executes them."""
+    if executed is None:
+        executed = [nbformat.read(e.executed, as_version=4).metadata.get("attnlab", {})
+                    for e in registry().values() if e.executed.exists()]
+    here = executed_on()
+    other: dict[tuple[str, str], int] = {}
+    for meta in executed:
+        key = (meta.get("cpu", "an unrecorded CPU"), meta.get("torch", "?"))
+        if key != (here["cpu"], here["torch"]):
+            other[key] = other.get(key, 0) + 1
+    return [f"{n} chapter(s) were executed on {cpu} with torch {tv}, this machine is {here['cpu']} with torch "
+            f"{here['torch']}: trained numbers can differ in their last digits, so nbval (make test) may fail "
+            f"on them; `attnlab book --force` re-executes the book here" for (cpu, tv), n in sorted(other.items())]
+
+
 def stale_reason(exp: Experiment) -> str | None:
     """Why the executed copy of `exp` is out of date, or None if it is current."""
     if not exp.executed.exists():
@@ -96,7 +136,7 @@ def execute(exp: Experiment, output: Path, parameters: dict[str, Any] | None = N
         seconds = time.perf_counter() - start
     done = nbformat.read(output, as_version=4)
     done.metadata["attnlab"] = {**fp, "result": exp.id, "parameters": parameters or {},
-                                "seconds": round(seconds, 1)}
+                                "seconds": round(seconds, 1), **executed_on()}
     done.metadata.pop("papermill", None)
     for cell in done.cells:  # keep executed copies free of per-run timestamps
         cell.metadata.pop("papermill", None)
