@@ -100,13 +100,9 @@ def profile_workload(w: Workload, steps: int, top: int = 12) -> dict:
 
 
 def machine() -> dict:
-    cpu = ""
-    try:
-        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                    if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "cpu": cpu or platform.processor() or platform.machine(),
+    from attnlab.notebooks import cpu_name
+
+    return {"platform": platform.platform(), "cpu": cpu_name(),
             "cores": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
             "device": "cpu"}
 
