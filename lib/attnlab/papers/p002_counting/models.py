@@ -272,16 +272,13 @@ class ReplicaCounting(ReplicaModule):
         B = tokens.shape[0]
         o = self.order if self.sorted else None
         W = self.mixing_t(tokens, o)  # [R, T'+1, N]
-        K = W.shape[1]
-        H = torch.cat([torch.bmm(self.w("emb"), self.w("W1")).transpose(1, 2), self.w("b1")[:, :, None]], 2)
+        H = self._hidden_weights()  # [R, P+1, T'+1], the last row the constant unit
         W2, b2 = self.w("W2").transpose(1, 2), self.w("b2")[:, :, None]  # [R, C, P], [R, C, 1]
         if o is not None:
             H, W2, b2 = H.index_select(0, o), W2.index_select(0, o), b2.index_select(0, o)
-        one = torch.zeros(1, 1, K, dtype=W.dtype, device=W.device)
-        one[..., -1] = 1
         HV = []
         for width, lo, hi in zip(self.group_widths, self.bounds[:-1], self.bounds[1:]):
-            HV.append(torch.cat([H[lo:hi, :width], one.expand(hi - lo, 1, K)], 1))  # [R_g, w+1, T'+1]
+            HV.append(torch.cat([H[lo:hi, :width], H[lo:hi, -1:]], 1))  # [R_g, w+1, T'+1]
             HV.append(torch.cat([W2[lo:hi, :, :width], b2[lo:hi]], 2))  # [R_g, C, w+1]
         return _HiddenReadout.apply(W, self.bounds, *HV).view(self.R, -1, B, self.L)
 
