@@ -101,24 +101,28 @@ def _adam_loop_reference(params, grads, state, lr, active, betas=(0.9, 0.999), e
         p.sub_(torch.where(a, (lr / bc1).view(shape) * m / denom, torch.zeros((), dtype=p.dtype)))
 
 
+@pytest.mark.parametrize("eps", [1e-9, 1e-30])  # 1e-30: too small for the zero-safe sqrt, plain sqrt
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_flat_masked_adam_is_the_per_parameter_loop_bit_for_bit(dtype):
+def test_flat_masked_adam_is_the_per_parameter_loop_bit_for_bit(dtype, eps):
     g = torch.Generator().manual_seed(3)
     shapes = [(4, 3, 5), (4, 7), (4, 2, 2, 3), (4,)]
     params = [torch.randn(s, generator=g, dtype=dtype).requires_grad_() for s in shapes]
     ref = [p.detach().clone() for p in params]
     state = {"t": torch.zeros(4, dtype=dtype), "m": [torch.zeros_like(p) for p in ref],
              "v": [torch.zeros_like(p) for p in ref]}
-    opt = MaskedAdam(params, betas=(0.9, 0.98), eps=1e-9)
+    opt = MaskedAdam(params, betas=(0.9, 0.98), eps=eps)
+    assert (opt._clamp is None) == (eps == 1e-30 and dtype == torch.float32)  # float64's tiny is far smaller
     lr = torch.tensor([1e-3, 3e-3, 1e-2, 3e-2], dtype=dtype)
     for step in range(12):
         active = torch.tensor([True, step < 6, step % 3 != 0, True])
         grads = [torch.randn(s, generator=g, dtype=dtype) for s in shapes]
+        grads[0][:, 1] = 0  # a padded column: v stays exactly 0
+        grads[0][:, 2, :2] = 1e-21 if step % 2 else 0  # v subnormal in float32
         for p, gr in zip(params, grads):
             p.grad = gr.clone()
         opt.step(lr, active)
         with torch.no_grad():
-            _adam_loop_reference(ref, grads, state, lr, active, betas=(0.9, 0.98), eps=1e-9)
+            _adam_loop_reference(ref, grads, state, lr, active, betas=(0.9, 0.98), eps=eps)
         for p, r in zip(params, ref):
             assert torch.equal(p.detach(), r)
     for a, b in zip(opt.m + opt.v, state["m"] + state["v"]):
