@@ -110,3 +110,24 @@ def test_the_executed_book_records_the_machine_that_ran_it():
     for exp in registry().values():
         meta = nbformat.read(exp.executed, as_version=4).metadata["attnlab"]
         assert meta.get("cpu") and meta.get("torch"), exp.id
+
+
+def test_no_chapter_code_imports_the_benchmark_modules_left_out_of_its_lib_hash():
+    """lib_hash leaves out bench.py and core/benchmark.py; that is sound only while no module a chapter can
+    reach (the library outside the benchmark, the chapter notebooks) imports them."""
+    import ast
+    import re
+
+    from attnlab.notebooks import NOT_CHAPTER_CODE, lib_files
+
+    lib = REPO / "lib" / "attnlab"
+    hashed = {p for exp in registry().values() for p in lib_files(exp)}
+    assert {p.name for p in (lib / "papers").rglob("bench.py")} | {"benchmark.py"} == set(NOT_CHAPTER_CODE)
+    assert not any(p.name in NOT_CHAPTER_CODE for p in hashed)
+    for path in hashed:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                assert not any(re.search(r"(^|\.)bench(mark)?$", n) for n in names), (path, names)
+    for nb in (REPO / "notebooks").rglob("*.md"):
+        assert not re.search(r"import .*\bbench|\bbench(mark)? import|\.bench\b", nb.read_text()), nb

@@ -34,12 +34,16 @@ CI_BUDGET_S = 45.0
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
 
 
+NOT_CHAPTER_CODE = ("bench.py", "benchmark.py")  # the throughput benchmark (`python -m attnlab.bench`) only
+
+
 def lib_files(exp: Experiment) -> list[Path]:
-    """The library code a chapter depends on: attnlab/core, attnlab/__init__ and its paper's package."""
+    """The library code a chapter depends on: attnlab/core, attnlab/__init__ and its paper's package,
+    without tests and the benchmark modules (no chapter imports them; tests/test_book.py checks)."""
     lib = REPO_ROOT / "lib" / "attnlab"
     files = [lib / "__init__.py", *sorted((lib / "core").rglob("*.py")),
              *sorted(Path(package_of(exp.paper).__file__).parent.rglob("*.py"))]
-    return [f for f in files if not f.name.endswith("_test.py")]
+    return [f for f in files if not f.name.endswith("_test.py") and f.name not in NOT_CHAPTER_CODE]
 
 
 def _digest(paths: Iterable[Path]) -> str:
