@@ -81,17 +81,6 @@ class CountingConfig:
         return {"model": "counting", **c}
 
 
-def _softmax_dim(z: torch.Tensor, dim: int) -> torch.Tensor:
-    """Stable softmax over `dim` (written out: faster than torch.softmax over a short axis; the
-    max is a constant for autograd)."""
-    e = (z - z.detach().amax(dim, keepdim=True)).exp()
-    return e / e.sum(dim, keepdim=True)
-
-
-def _softmax(z: torch.Tensor) -> torch.Tensor:
-    return _softmax_dim(z, -1)
-
-
 class _HiddenReadout(torch.autograd.Function):
     """y = V ReLU(H W) per group of replicas (batched: W [R, K, N]; group g holds the replicas
     bounds[g] .. bounds[g+1] − 1 with H_g [R_g, P_g, K], V_g [R_g, C, P_g]; y [R, C, N]), the same
@@ -169,10 +158,21 @@ class ReplicaCounting(ReplicaModule):
         shapes += [("W1", (D, P)), ("b1", (P,)), ("W2", (P, C)), ("b2", (C,))]
         for name, shape in shapes:
             self.add(name, shape)
+        self.register_buffer("types", torch.arange(Tp + 1, device=self.device), persistent=False)
+        eye_ones = torch.cat([torch.eye(self.L, dtype=dtype), torch.ones(1, self.L, dtype=dtype)])
+        self.register_buffer("eye_ones", eye_ones.to(self.device), persistent=False)  # [[I], [1 .. 1]] [L+1, L]
         self.register_buffer("scale", torch.tensor([1 / math.sqrt(c.d) for c in configs], dtype=dtype,
                                                    device=self.device))
         for r, c in enumerate(configs):
             self.init_replica(r, c)
+        # no padding at all (one replica, or replicas of one size): w(name) is the parameter itself
+        self.dense = all(bool(getattr(self, n + "_mask").all()) for n in self._names)
+
+    def w(self, name: str) -> torch.Tensor:
+        """The masked parameter (`ReplicaModule.w`); the parameter itself when no replica is padded
+        (a product with a mask of ones is the identity, forward and backward, so skipping it changes
+        no value)."""
+        return getattr(self, name) if self.dense else super().w(name)
 
     def init_replica(self, r: int, c: CountingConfig) -> None:
         """Drawn from (config, seed) alone (module docstring)."""
@@ -215,16 +215,16 @@ class ReplicaCounting(ReplicaModule):
         first = 1 if self.bos else 0
         Tp, L, R = self.T + self.bos, self.L, self.R
         dtype, dev = self.scale.dtype, tokens.device
-        types = torch.arange(Tp + 1, device=dev)  # token types and the bias row
+        types = self.types  # token types and the bias row, 0 .. T'
         if self.lin:
             A = self.w("A")
-            A = _softmax(A) if self.sftm else A  # [R, L, L]
-            M_t = (A + torch.eye(L, dtype=dtype, device=dev)).transpose(1, 2)  # (I + 𝐀)ᵀ [R, L(m), L(l)]
-            M_t = torch.cat([M_t, torch.ones(1, 1, L, dtype=dtype, device=dev).expand(R, 1, L)], 1)  # [R, L+1, L]
+            A = torch.softmax(A, -1) if self.sftm else A  # [R, L, L]
+            # [[(I + 𝐀)ᵀ], [1 .. 1]] [R, L+1 (m), L (l)]: [[𝐀ᵀ], [0]] plus the constant [[I], [1 .. 1]]
+            M_t = torch.nn.functional.pad(A.transpose(1, 2), (0, 0, 0, 1)) + self.eye_ones
             M_t = M_t if order is None else M_t.index_select(0, order)
             tok = torch.cat([tokens, torch.full_like(tokens[:, :1], Tp)], 1)  # bias column: "type" T'
-            onehot = (tok.t()[None, :, :] == types[:, None, None]).to(dtype)  # [T'+1, L+1, B]
-            onehot = onehot.transpose(1, 2).reshape(1, (Tp + 1) * B, L + 1).expand(R, -1, -1)
+            onehot = (tok[None] == types[:, None, None]).to(dtype)  # [x_bm = t'] [T'+1, B, L+1]
+            onehot = onehot.view(1, (Tp + 1) * B, L + 1).expand(R, -1, -1)
             return torch.bmm(onehot, M_t).view(R, Tp + 1, B * L)
         E = self.w("emb")  # [R, T', D]
         S_t = torch.bmm(torch.bmm(E, self.w("W_K")), torch.bmm(E, self.w("W_Q")).transpose(1, 2))
@@ -273,13 +273,17 @@ class ReplicaCounting(ReplicaModule):
         o = self.order if self.sorted else None
         W = self.mixing_t(tokens, o)  # [R, T'+1, N]
         H = self._hidden_weights()  # [R, P+1, T'+1], the last row the constant unit
-        W2, b2 = self.w("W2").transpose(1, 2), self.w("b2")[:, :, None]  # [R, C, P], [R, C, 1]
+        V = torch.cat([self.w("W2").transpose(1, 2), self.w("b2")[:, :, None]], 2)  # [W2ᵀ, b2] [R, C, P+1]
         if o is not None:
-            H, W2, b2 = H.index_select(0, o), W2.index_select(0, o), b2.index_select(0, o)
+            H, V = H.index_select(0, o), V.index_select(0, o)
+        P = H.shape[1] - 1
         HV = []
         for width, lo, hi in zip(self.group_widths, self.bounds[:-1], self.bounds[1:]):
-            HV.append(torch.cat([H[lo:hi, :width], H[lo:hi, -1:]], 1))  # [R_g, w+1, T'+1]
-            HV.append(torch.cat([W2[lo:hi, :, :width], b2[lo:hi]], 2))  # [R_g, C, w+1]
+            if width == P:  # the widest group: all units
+                HV += [H[lo:hi], V[lo:hi]]
+            else:
+                HV.append(torch.cat([H[lo:hi, :width], H[lo:hi, -1:]], 1))  # [R_g, w+1, T'+1]
+                HV.append(torch.cat([V[lo:hi, :, :width], V[lo:hi, :, -1:]], 2))  # [R_g, C, w+1]
         return _HiddenReadout.apply(W, self.bounds, *HV).view(self.R, -1, B, self.L)
 
     def logits_t(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -145,6 +145,8 @@ def test_width_groups_and_their_order():
     torch.testing.assert_close(m.loss(x), counting_loss(m.logits_t(x), hist_torch(x)), rtol=0, atol=0)
     one = ReplicaCounting([CountingConfig("dot", T, L, 3, 5)])
     assert one.group_widths == [5] and not one.sorted
+    # no padding: w() is the parameter itself (the batch-vs-alone test compares this path with the masked one)
+    assert one.dense and not m.dense and one.w("W1") is one.W1
 
 
 def test_counting_loss_and_its_gradient_equal_cross_entropy():
