@@ -76,3 +76,98 @@ def test_workloads_run_both_ways(name):
     w = bench.workloads(2)[name]
     batches = w.batches(w.config, 2)
     assert w.train_batched(w.config, batches, 2, [0, 1]) > 0 and w.train_plain(w.config, batches, 2, w.models[0]) > 0
+
+
+def test_a_sweep_widens_to_n_models_with_new_seeds():
+    w = bench.workloads(2)["000 max-over-heads QK"]
+    wide = w.with_models(150)
+    rows = wide.models
+    assert len(rows) == 150 and rows[:64] == w.models and rows[64][:-1] == w.models[0][:-1]
+    assert rows[64][-1] == w.models[0][-1] + 1000 and rows[149][-1] == w.models[149 - 128][-1] + 2000
+    assert len({tuple(r) for r in rows}) == 150 and wide.single == w.single
+    assert w.models == w.config["models [h, D_K, seed]"] and len(w.models) == 64  # the original is untouched
+
+
+def test_the_clock_is_cpu_time_on_the_cpu_and_batches_move_to_a_device():
+    import time
+
+    import torch
+
+    from attnlab.core.benchmark import clock, to_device
+
+    assert clock("cpu") is time.process_time
+    batches = [(torch.zeros(2), {"a": torch.ones(1)}), [torch.zeros(1), 3]]
+    moved = to_device(batches, "cpu")
+    assert isinstance(moved[0], tuple) and isinstance(moved[1], list) and moved[1][1] == 3
+    assert torch.equal(moved[0][1]["a"], torch.ones(1))
+
+
+def test_plain_loop_sampled_on_k_models_is_scaled_to_all(monkeypatch):
+    w = bench.workloads(2)["000 max-over-heads QK"]
+    timed = []
+
+    def fake_plain(cfg, batches, steps, row):
+        timed.append(row)
+        return 1.0
+
+    w = w.with_models(100)
+    from dataclasses import replace
+
+    w = replace(w, train_plain=fake_plain)
+    res = bench.run_workload(w, 2, 1, plain_sample=5)
+    assert res["plain_timed_models"] == 5 and res["plain_s"] == 100.0 and res["models"] == 100
+    assert w.models[0] in timed and w.models[-1] in timed and w.models[w.single] in timed
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--models", "1"], "at least 2 models"),
+    (["--plain-sample", "0"], "at least 1 plain model"),
+    (["--models", "128"], "give --out"),
+    (["--only", "nope"], "unknown workload"),
+    (["--device", "tpu"], "invalid choice"),
+])
+def test_cli_rejects_bad_arguments_with_a_clear_message(argv, message, capsys):
+    with pytest.raises(SystemExit) as err:
+        bench.main(argv)
+    assert err.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_readme_shows_a_gpu_table_when_a_gpu_record_exists(record):
+    gpu = json.loads(json.dumps(record))
+    gpu["machine"]["device"] = "cuda: NVIDIA H100"
+    gpu["clock"] = "wall_time_synchronized"
+    for w in gpu["workloads"].values():
+        w["models"], w["plain_timed_models"] = 1000, 32
+    text = bench.readme_table(record, gpu)
+    assert "On a GPU" in text and "1000 models" in text and "(from 32 timed)" in text
+    assert "wall time after a CUDA synchronize" in text and "throughput-cuda.json" in text
+    if not bench.GPU_RECORD.exists():
+        assert "No GPU record yet" in bench.readme_table()
+
+
+def test_the_benchmark_runs_headless_with_only_torch_and_numpy(tmp_path):
+    """A bare GPU machine has torch and numpy, no Jupyter stack, no tqdm: the benchmark must not need them."""
+    import subprocess
+    import sys
+
+    blocker = (
+        "import importlib.util, sys, runpy\n"
+        "class Block:  # found (torch probes optional packages with find_spec), but importing it fails\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in {'tqdm', 'nbformat', 'matplotlib', 'papermill', 'jupytext', 'IPython',\n"
+        "                                  'transformers', 'ray', 'nbval'}:\n"
+        "            return importlib.util.spec_from_loader(name, self)\n"
+        "    def create_module(self, spec):\n"
+        "        raise ModuleNotFoundError(f'No module named {spec.name!r} on a bare GPU machine', name=spec.name)\n"
+        "    def exec_module(self, module):\n"
+        "        pass\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "sys.argv = ['attnlab.bench'] + sys.argv[1:]\n"
+        "runpy.run_module('attnlab.bench', run_name='__main__')\n")
+    out = tmp_path / "record.json"
+    run = subprocess.run([sys.executable, "-c", blocker, "--quick", "--only", "001 positional Transformers",
+                          "--models", "3", "--plain-sample", "1", "--out", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    rec = json.loads(out.read_text())
+    assert rec["workloads"]["001 positional Transformers"]["models"] == 3

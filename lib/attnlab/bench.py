@@ -1,6 +1,7 @@
 """Sweep throughput: a 64-model sweep trained as one replica-batched program against the plain loop.
 
     python -m attnlab.bench [--quick] [--only NAME ...] [--out results/bench/throughput.json] [--no-profile]
+    python -m attnlab.bench --device cuda --models 1000 --plain-sample 32     # on a GPU (issue 18's 100x)
 
 The baseline is what a user would write by hand: a plain `nn.Module` of the same math, one model
 at a time, `torch.optim.Adam` (same betas, eps, learning-rate schedule), the same number of steps
@@ -15,6 +16,12 @@ Per workload the record holds: the sweep as one program (`batched_s`), the 64 pl
 another (`plain_s`), their ratio (`speedup`), and one model alone both ways (`single_*`: the
 replica program with one replica against that model's plain loop). `--quick` is a smoke run
 (few steps, one repeat) that writes nothing unless `--out` is given.
+
+On a GPU (`--device cuda`) the times are wall time after a synchronize (`core.benchmark.clock`), the
+sweep can be widened to `--models N` replicas (the grid's rows cycled with new seeds), and the plain
+loop can be timed on `--plain-sample K` of them, evenly spread, and scaled by N / K (a thousand plain
+models one after another would take an hour); the record says so. The GPU record is
+`results/bench/throughput-cuda.json`. Only torch and numpy are needed: it runs on a bare GPU machine.
 """
 
 from __future__ import annotations
@@ -29,12 +36,13 @@ from pathlib import Path
 
 import torch
 
-from attnlab.core.benchmark import Workload
-from attnlab.core.device import set_threads
+from attnlab.core.benchmark import Workload, to_device
+from attnlab.core.device import cpu_name, set_threads
 from attnlab.core.progress import tqdm
 from attnlab.core.store import REPO_ROOT
 
 RECORD = REPO_ROOT / "results" / "bench" / "throughput.json"
+GPU_RECORD = REPO_ROOT / "results" / "bench" / "throughput-cuda.json"
 STEPS, REPEATS = 300, 3
 GROUP = 16  # models per program in the size-grouped variant (Workload.size_groups)
 
@@ -56,55 +64,64 @@ def workloads(steps: int = STEPS) -> dict[str, Workload]:
     return out
 
 
-def run_workload(w: Workload, steps: int, repeats: int) -> dict:
-    """min-of-`repeats` times of the batched program, the plain loop over all models, and one model both ways."""
+def run_workload(w: Workload, steps: int, repeats: int, device: str = "cpu", plain_sample: int | None = None) -> dict:
+    """min-of-`repeats` times of the batched program, the plain loop over all models (or over
+    `plain_sample` of them, evenly spread, scaled to all), and one model both ways."""
     set_threads(1)
-    cfg, rows = w.config, w.models
-    batches = w.batches(cfg, steps)
+    cfg = w.config if device == "cpu" else {**w.config, "device": device}
+    rows = w.models
+    timed = list(range(len(rows)))
+    if plain_sample and plain_sample < len(rows):
+        timed = sorted({round(i * (len(rows) - 1) / (plain_sample - 1)) for i in range(plain_sample)}
+                       if plain_sample > 1 else {w.single})
+    batches = to_device(w.batches(cfg, steps), device)
     w.train_batched(cfg, batches, min(steps, 5), [0, 1])  # warm-up (first-call costs)
     w.train_plain(cfg, batches, min(steps, 5), rows[0])
-    batched = plain = single_batched = grouped = float("inf")
-    plain_each = [float("inf")] * len(rows)
+    batched = plain = single_batched = grouped = single_plain = float("inf")
     for _ in tqdm(range(repeats), desc=w.name, leave=False):  # the minimum over repeats is the least noisy estimate
         batched = min(batched, w.train_batched(cfg, batches, steps, None))
-        each = [w.train_plain(cfg, batches, steps, row) for row in rows]
-        plain = min(plain, sum(each))
-        plain_each = [min(a, b) for a, b in zip(plain_each, each)]
+        each = {i: w.train_plain(cfg, batches, steps, rows[i]) for i in sorted(set(timed) | {w.single})}
+        plain = min(plain, sum(each[i] for i in timed) * len(rows) / len(timed))
+        single_plain = min(single_plain, each[w.single])
         single_batched = min(single_batched, w.train_batched(cfg, batches, steps, [w.single]))
         grouped = min(grouped, sum(w.train_batched(cfg, batches, steps, g) for g in w.size_groups(GROUP)))
-    return {"models": len(rows), "steps": steps, "repeats": repeats,
-            "batched_s": round(batched, 3), "plain_s": round(plain, 3), "speedup": round(plain / batched, 2),
-            "single_model": rows[w.single], "single_batched_s": round(single_batched, 3),
-            "single_plain_s": round(plain_each[w.single], 3),
-            "single_speedup": round(plain_each[w.single] / single_batched, 2),
-            "grouped_programs": len(w.size_groups(GROUP)), "grouped_s": round(grouped, 3),
-            "grouped_speedup": round(plain / grouped, 2)}
+    out = {"models": len(rows), "steps": steps, "repeats": repeats,
+           "batched_s": round(batched, 3), "plain_s": round(plain, 3), "speedup": round(plain / batched, 2),
+           "single_model": rows[w.single], "single_batched_s": round(single_batched, 3),
+           "single_plain_s": round(single_plain, 3),
+           "single_speedup": round(single_plain / single_batched, 2),
+           "grouped_programs": len(w.size_groups(GROUP)), "grouped_s": round(grouped, 3),
+           "grouped_speedup": round(plain / grouped, 2)}
+    if len(timed) < len(rows):
+        out["plain_timed_models"] = len(timed)  # plain_s = their sum × models / plain_timed_models
+    return out
 
 
-def profile_workload(w: Workload, steps: int, top: int = 12) -> dict:
-    """Where the 64-model program's time goes: torch.profiler's top ops by self CPU time."""
+def profile_workload(w: Workload, steps: int, top: int = 12, device: str = "cpu") -> dict:
+    """Where the program's time goes: torch.profiler's top ops by self CPU time (self CUDA time on a GPU)."""
     from torch.profiler import ProfilerActivity, profile
 
     set_threads(1)
-    batches = w.batches(w.config, steps)
-    w.train_batched(w.config, batches, min(steps, 5), [0, 1])
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        w.train_batched(w.config, batches, steps, None)
+    cuda = device != "cpu"
+    cfg = w.config if not cuda else {**w.config, "device": device}
+    batches = to_device(w.batches(cfg, steps), device)
+    w.train_batched(cfg, batches, min(steps, 5), [0, 1])
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        w.train_batched(cfg, batches, steps, None)
     events = prof.key_averages()
-    total = sum(e.self_cpu_time_total for e in events)
-    rows = sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]
-    return {"steps": steps, "total_self_cpu_ms": round(total / 1e3, 1),
+    key = "self_device_time_total" if cuda else "self_cpu_time_total"
+    total = sum(getattr(e, key) for e in events)
+    rows = sorted(events, key=lambda e: -getattr(e, key))[:top]
+    return {"steps": steps, f"total_{key.removesuffix('_time_total')}_ms": round(total / 1e3, 1),
             "top_ops [name, calls, self_ms, share]": [
-                [e.key, e.count, round(e.self_cpu_time_total / 1e3, 1), round(e.self_cpu_time_total / total, 3)]
+                [e.key, e.count, round(getattr(e, key) / 1e3, 1), round(getattr(e, key) / max(total, 1e-9), 3)]
                 for e in rows]}
 
 
-def machine() -> dict:
-    from attnlab.notebooks import cpu_name
-
+def machine(device: str = "cpu") -> dict:
     return {"platform": platform.platform(), "cpu": cpu_name(),
             "cores": os.cpu_count(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "device": "cpu"}
+            "device": device if device == "cpu" else f"{device}: {torch.cuda.get_device_name(device)}"}
 
 
 def _load() -> list[float]:
@@ -112,23 +129,46 @@ def _load() -> list[float]:
 
 
 # --- the README table -----------------------------------------------------------------------------------
-def readme_table(record: dict | None = None) -> str:
-    """The README's throughput table (Markdown), from the record (default: results/bench/throughput.json)."""
+GPU_COMMAND = "python -m attnlab.bench --device cuda --models 1000 --plain-sample 32"
+
+
+def readme_table(record: dict | None = None, gpu_record: dict | None = None) -> str:
+    """The README's throughput tables (Markdown), from the records (default: results/bench/throughput.json
+    and, where it exists, results/bench/throughput-cuda.json)."""
     rec = record if record is not None else json.loads(RECORD.read_text())
+    if gpu_record is None and record is None and GPU_RECORD.exists():
+        gpu_record = json.loads(GPU_RECORD.read_text())
+    out = _table(rec)
+    if gpu_record is not None:
+        out += "\n\nOn a GPU:\n\n" + _table(gpu_record)
+    else:
+        out += (f"\n\nNo GPU record yet: `{GPU_COMMAND}` on a GPU machine writes "
+                f"`{GPU_RECORD.relative_to(REPO_ROOT)}` and a second table here.")
+    return out
+
+
+def _table(rec: dict) -> str:
     m = rec["machine"]
+    gpu = m.get("device", "cpu") != "cpu"
     lines = ["| workload | one program | plain loop, one model after another | speedup | "
              "4 programs of 16, sorted by size | one model: program / plain loop |", "|---|---|---|---|---|---|"]
+    if gpu:
+        lines[0] = lines[0].replace("4 programs of 16", "programs of 16")
     for name, w in rec["workloads"].items():
-        lines.append(f"| {w.get('describe', name)} | {w['batched_s']:.2f} s | {w['plain_s']:.2f} s | "
+        describe = w.get("describe", name).replace("64 models", f"{w['models']} models")
+        sampled = f" (from {w['plain_timed_models']} timed)" if "plain_timed_models" in w else ""
+        lines.append(f"| {describe} | {w['batched_s']:.2f} s | {w['plain_s']:.2f} s{sampled} | "
                      f"{w['speedup']:.1f}× | {w['grouped_s']:.2f} s ({w['grouped_speedup']:.1f}×) | "
                      f"{w['single_batched_s']:.2f} s / {w['single_plain_s']:.2f} s |")
     lines.append("")
-    clock = "CPU time" if rec.get("clock") == "process_time" else "wall time"
-    lines.append(f"One torch thread, {clock}, minimum of {rec['repeats']} runs, data generation not counted; {m['cpu']}, "
+    clock = "CPU time" if rec.get("clock") == "process_time" else "wall time after a CUDA synchronize"
+    where = f"{m['device']} (host {m['cpu']})" if gpu else m["cpu"]
+    lines.append(f"One torch thread, {clock}, minimum of {rec['repeats']} runs, data generation not counted; {where}, "
                  f"torch {m['torch']}, last run {rec['date']} (a run with --only updates its workloads), load average "
                  f"{rec['load_average_start'][0]} at its start and {rec['load_average_end'][0]} at its end on "
                  f"{m['cores']} cores shared with other jobs (each workload's load is in the record) "
-                 f"(`python -m attnlab.bench`, `results/bench/throughput.json`).")
+                 f"(`python -m attnlab.bench{' --device cuda' if gpu else ''}`, "
+                 f"`{(GPU_RECORD if gpu else RECORD).relative_to(REPO_ROOT)}`).")
     return "\n".join(lines)
 
 
@@ -137,33 +177,51 @@ def main(argv=None) -> dict:
     parser.add_argument("--quick", action="store_true", help="smoke run: 10 steps, 1 repeat, no record written")
     parser.add_argument("--only", nargs="*", help="workload names (default: all)")
     parser.add_argument("--no-profile", action="store_true")
-    parser.add_argument("--out", default=None, help=f"record path (default {RECORD.relative_to(REPO_ROOT)}; "
-                                                    "--quick writes none unless given)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the models train (default cpu; cuda times wall clock after a synchronize)")
+    parser.add_argument("--models", type=int, default=64,
+                        help="replicas per sweep (default 64; e.g. 1000 on a GPU: the grid's rows cycled, new seeds)")
+    parser.add_argument("--plain-sample", type=int, default=None, metavar="K",
+                        help="time the plain loop on K models, evenly spread, and scale to all (default: all)")
+    parser.add_argument("--out", default=None, help=f"record path (default {RECORD.relative_to(REPO_ROOT)}, on cuda "
+                                                    f"{GPU_RECORD.relative_to(REPO_ROOT)}; --quick writes none unless given)")
     args = parser.parse_args(argv)
+    if args.models < 2:
+        parser.error(f"--models {args.models}: a sweep needs at least 2 models")
+    if args.plain_sample is not None and args.plain_sample < 1:
+        parser.error(f"--plain-sample {args.plain_sample}: time at least 1 plain model")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no CUDA device here")
+    default_record = RECORD if args.device == "cpu" else GPU_RECORD
+    if default_record == RECORD and not args.out and not args.quick and (args.models != 64 or args.plain_sample):
+        parser.error(f"the CPU record ({RECORD.relative_to(REPO_ROOT)}) is the 64-model sweep with every plain model "
+                     "timed; give --out for another configuration")
     set_threads(1)
     steps, repeats = (10, 1) if args.quick else (STEPS, REPEATS)
-    out = args.out or (None if args.quick else str(RECORD))
+    out = args.out or (None if args.quick else str(default_record))
     todo = workloads(steps)
     if args.only:
         unknown = sorted(set(args.only) - set(todo))
         if unknown:
             parser.error(f"unknown workload(s) {unknown}; known: {list(todo)}")
         todo = {k: v for k, v in todo.items() if k in args.only}
-    record = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "repeats": repeats,
-              "clock": "process_time",
+    if args.models != 64:
+        todo = {k: v.with_models(args.models) for k, v in todo.items()}
+    record = {"machine": machine(args.device), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "repeats": repeats, "clock": "process_time" if args.device == "cpu" else "wall_time_synchronized",
               "load_average_start": _load(), "workloads": {}, "profiles": {}}
     if out and Path(out).exists() and args.only:  # a partial run updates the record
         old = json.loads(Path(out).read_text())
         record["workloads"], record["profiles"] = old.get("workloads", {}), old.get("profiles", {})
     for name, w in todo.items():
-        res = run_workload(w, w.config["steps"], repeats)
+        res = run_workload(w, w.config["steps"], repeats, args.device, args.plain_sample)
         record["workloads"][name] = {"config": w.config, "describe": w.describe, **res, "load_average": _load()}
         print(f"{name}: program {res['batched_s']:.2f} s, plain loop {res['plain_s']:.2f} s, "
               f"{res['speedup']:.1f}x; {res['grouped_programs']} programs by size {res['grouped_s']:.2f} s "
               f"({res['grouped_speedup']:.1f}x); one model {res['single_batched_s']:.2f} s vs {res['single_plain_s']:.2f} s",
               flush=True)
         if w.profiled and not args.no_profile:
-            record["profiles"][name] = profile_workload(w, w.config["steps"])
+            record["profiles"][name] = profile_workload(w, w.config["steps"], device=args.device)
             for op in record["profiles"][name]["top_ops [name, calls, self_ms, share]"][:6]:
                 print(f"    {op[0]:<32} {op[1]:>7} calls {op[2]:>9.1f} ms {100 * op[3]:5.1f} %")
     record["load_average_end"] = _load()

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 import nbformat
 
 from .core.claims import KINDS, LEGEND, VERDICT_MARK, ClaimsTable
+from .core.device import cpu_name
 from .core.experiment import Experiment
 from .core.store import REPO_ROOT
 from .papers import package_of, packages, registry
@@ -56,19 +57,6 @@ def _digest(paths: Iterable[Path]) -> str:
 
 def fingerprint(exp: Experiment) -> dict[str, str]:
     return {"source_hash": _digest([exp.notebook]), "lib_hash": _digest(lib_files(exp))}
-
-
-def cpu_name() -> str:
-    """This machine's CPU model (Linux /proc/cpuinfo, else platform), e.g. 'Intel(R) Xeon(R) Processor'."""
-    import platform
-
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def executed_on() -> dict[str, str]:

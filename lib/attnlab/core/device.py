@@ -60,6 +60,20 @@ def select_device(name: str = "auto") -> torch.device:
     return torch.device(name)
 
 
+def cpu_name() -> str:
+    """This machine's CPU model (Linux /proc/cpuinfo, else platform), e.g. 'Intel(R) Xeon(R) Processor'."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def describe_device(device: torch.device) -> str:
     """A short human-readable name, e.g. 'cpu (1 thread)' or 'cuda: NVIDIA H100'."""
     if device.type == "cuda":

@@ -8,13 +8,11 @@ trained one model at a time with torch.optim.Adam on the same batches.
 from __future__ import annotations
 
 import math
-import time
-
 import numpy as np
 import torch
 from torch import nn
 
-from attnlab.core.benchmark import Workload
+from attnlab.core.benchmark import Workload, clock
 
 TASKS = ("cumsum", "cummin", "sort", "maxsub")
 
@@ -79,14 +77,15 @@ def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
 
     from .models import Transformer
 
-    rows = _rows(cfg, idx)
-    model = Transformer([_config(cfg)] * len(rows), [s for _, s in rows])
+    rows, dev = _rows(cfg, idx), cfg.get("device", "cpu")
+    model = Transformer([_config(cfg)] * len(rows), [s for _, s in rows]).to(dev)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = MaskedAdam(params)
     R = len(rows)
-    active = torch.ones(R, dtype=torch.bool)
-    lr = torch.full((R,), cfg["lr"])
-    start = time.process_time()
+    active = torch.ones(R, dtype=torch.bool, device=dev)
+    lr = torch.full((R,), cfg["lr"], device=dev)
+    tick = clock(dev)
+    start = tick()
     for step in range(steps):
         x, ys = batches[step]
         y = torch.stack([ys[TASKS[t]] for t, _ in rows])  # [R, B, n]
@@ -95,23 +94,24 @@ def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
             p.grad = None
         loss.sum().backward()
         opt.step(lr, active)
-    return time.process_time() - start
+    return tick() - start
 
 
 def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
-    t, seed = row
+    (t, seed), dev = row, cfg.get("device", "cpu")
     torch.manual_seed(seed)
     c = _config(cfg)
-    model = PlainPositional(cfg["n"], cfg["embed"], cfg["hidden"], cfg["heads"], c.depth)
+    model = PlainPositional(cfg["n"], cfg["embed"], cfg["hidden"], cfg["heads"], c.depth).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
-    start = time.process_time()
+    tick = clock(dev)
+    start = tick()
     for step in range(steps):
         x, ys = batches[step]
         loss = ((model(x) - ys[TASKS[t]]) ** 2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    return time.process_time() - start
+    return tick() - start
 
 
 def workloads(steps: int) -> list[Workload]:

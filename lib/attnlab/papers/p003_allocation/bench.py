@@ -7,12 +7,10 @@ trained one model at a time with torch.optim.Adam and the same cosine schedule o
 
 from __future__ import annotations
 
-import time
-
 import torch
 from torch import nn
 
-from attnlab.core.benchmark import Workload
+from attnlab.core.benchmark import Workload, clock
 
 
 class PlainEncoder(nn.Module):
@@ -59,14 +57,15 @@ def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
     from .models import EncoderConfig, ReplicaEncoder
     from .sweeps import cosine
 
-    rows = _rows(cfg, idx)
-    model = ReplicaEncoder([EncoderConfig(cfg["d"], cfg["D"], H, cfg["D"], s) for H, _, s in rows], cfg["L"])
+    rows, dev = _rows(cfg, idx), cfg.get("device", "cpu")
+    model = ReplicaEncoder([EncoderConfig(cfg["d"], cfg["D"], H, cfg["D"], s) for H, _, s in rows], cfg["L"]).to(dev)
     params = list(model.parameters())
     opt = MaskedAdam(params)
     R = len(rows)
-    active = torch.ones(R, dtype=torch.bool)
-    base = torch.tensor([lr for _, lr, _ in rows])
-    start = time.process_time()
+    active = torch.ones(R, dtype=torch.bool, device=dev)
+    base = torch.tensor([lr for _, lr, _ in rows], device=dev)
+    tick = clock(dev)
+    start = tick()
     for step in range(steps):
         x, y = batches[step]
         loss = ((model(x.expand(R, -1, -1, -1)) - y) ** 2).mean(dim=(1, 2, 3))
@@ -74,17 +73,18 @@ def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
             p.grad = None
         loss.sum().backward()
         opt.step(base * cosine(step, steps), active)
-    return time.process_time() - start
+    return tick() - start
 
 
 def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
     from .sweeps import cosine
 
-    H, lr, seed = row
+    (H, lr, seed), dev = row, cfg.get("device", "cpu")
     torch.manual_seed(seed)
-    model = PlainEncoder(cfg["d"], cfg["D"], H, cfg["D"], cfg["L"])
+    model = PlainEncoder(cfg["d"], cfg["D"], H, cfg["D"], cfg["L"]).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    start = time.process_time()
+    tick = clock(dev)
+    start = tick()
     for step in range(steps):
         x, y = batches[step]
         loss = ((model(x) - y) ** 2).mean()
@@ -93,7 +93,7 @@ def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
         for g in opt.param_groups:
             g["lr"] = lr * cosine(step, steps)
         opt.step()
-    return time.process_time() - start
+    return tick() - start
 
 
 def workloads(steps: int) -> list[Workload]:
