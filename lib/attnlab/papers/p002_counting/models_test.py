@@ -142,7 +142,10 @@ def test_width_groups_and_their_order():
     assert m.order.tolist() == [0, 2, 4, 1, 5, 3]
     x = torch.from_numpy(sample("code", 20, T, L, seed=4))
     from .models import counting_loss, hist_torch
-    torch.testing.assert_close(m.loss(x), counting_loss(m.logits_t(x), hist_torch(x)), rtol=0, atol=0)
+    lin = ReplicaCounting(configs("lin"))  # computed per position: the same float operations
+    assert lin.sorted
+    torch.testing.assert_close(lin.loss(x), counting_loss(lin.logits_t(x), hist_torch(x)), rtol=0, atol=0)
+    # the dot-product variants' loss (per query pair, in the grouped order): the next test
     one = ReplicaCounting([CountingConfig("dot", T, L, 3, 5)])
     assert one.group_widths == [5] and not one.sorted
     # no padding: w() is the parameter itself (the batch-vs-alone test compares this path with the masked one)
@@ -167,4 +170,61 @@ def test_counting_loss_and_its_gradient_equal_cross_entropy():
     loss = counting_loss(z, y).sum()
     loss.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="runs once"):  # its saved tensors were overwritten
+        loss.backward()
+
+
+@pytest.mark.parametrize("variant", ["dot", "dot+sftm", "bos", "bos+sftm"])
+def test_loss_over_query_pairs_equals_the_loss_over_positions(variant):
+    """The dot-product variants' loss, computed once per distinct (sequence, query token) pair and
+    weighted by its count, = the mean cross-entropy over all positions (`counting_loss` of the
+    per-position logits), value and gradient of every parameter, in float64; in replica order."""
+    from .models import counting_loss, hist_torch
+
+    m = ReplicaCounting(configs(variant), dtype=torch.float64)
+    assert m.sorted
+    with torch.no_grad():  # off the init, as in the reference test
+        for name in m._names:
+            getattr(m, name).add_(0.5 * torch.randn_like(getattr(m, name)) * getattr(m, name + "_mask"))
+    x = torch.from_numpy(sample("code", 64, T, L, seed=6))
+    w = torch.randn(m.R, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    pairs = m.loss(x)
+    full = counting_loss(m.logits_t(x), hist_torch(x))
+    torch.testing.assert_close(pairs, full, rtol=1e-13, atol=0)
+    params = list(m.parameters())
+    g_pairs = torch.autograd.grad((pairs * w).sum(), params)
+    g_full = torch.autograd.grad((counting_loss(m.logits_t(x), hist_torch(x)) * w).sum(), params)
+    for a, b in zip(g_pairs, g_full):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_query_pairs():
+    """Distinct (sequence, token) pairs, row-major; n = the token's count (its positions' label);
+    BOS is never a query."""
+    m = ReplicaCounting([CountingConfig("bos", 4, 5, 2, 2)])
+    x = torch.tensor([[0, 0, 3, 0, 1], [2, 2, 2, 2, 2]])
+    b, q, counts, n = m.query_pairs(x)
+    assert b.tolist() == [0, 0, 0, 1] and q.tolist() == [0, 1, 3, 2] and n.tolist() == [3, 1, 1, 5]
+    # counts of the pair's sequence per type 0 .. 3, BOS (4) and the bias row (5)
+    assert counts[:, 0].tolist() == [3, 1, 0, 1, 1, 0] and counts[:, 3].tolist() == [0, 0, 5, 0, 1, 0]
+
+
+def test_weighted_cross_entropy_and_its_gradient():
+    """= Σ_n w_n F.cross_entropy per replica, value and gradient (float64); its backward runs once."""
+    from .models import weighted_cross_entropy
+
+    g = torch.Generator().manual_seed(3)
+    z = (3 * torch.randn(4, L + 1, 40, generator=g, dtype=torch.float64)).requires_grad_()
+    y = torch.randint(0, L + 1, (40,), generator=g)
+    wt = torch.rand(40, generator=g, dtype=torch.float64)
+    r = torch.randn(4, generator=g, dtype=torch.float64)
+    loss = weighted_cross_entropy(z, y, wt)
+    want = torch.stack([(torch.nn.functional.cross_entropy(z[i].t(), y, reduction="none") * wt).sum()
+                        for i in range(4)])
+    torch.testing.assert_close(loss, want, rtol=1e-14, atol=0)
+    (gm,) = torch.autograd.grad((loss * r).sum(), z)
+    (gw,) = torch.autograd.grad((want * r).sum(), z)
+    torch.testing.assert_close(gm, gw, rtol=0, atol=1e-14)
+    loss = weighted_cross_entropy(z, y, wt).sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="runs once"):
         loss.backward()
