@@ -49,10 +49,10 @@ def _rows(cfg: dict, idx=None) -> list:
 
 
 def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
-    """models.train_seed's step (forward, App. A.1 loss, MaskedAdam) on given contexts."""
+    """models.train_seed's step (the fused App. A.1 loss `MaxOverHeadsQK.loss`, MaskedAdam) on given contexts."""
     from attnlab.core.train import MaskedAdam
 
-    from .models import MaxOverHeadsQK, init_weights, rgr_loss
+    from .models import MaxOverHeadsQK, init_weights
 
     rows = _rows(cfg, idx)
     model = MaxOverHeadsQK(cfg["d"], [(h, D) for h, D, _ in rows],
@@ -65,7 +65,7 @@ def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
     start = time.process_time()
     for step in range(steps):
         Xc, y = batches[step]
-        loss = rgr_loss(model(Xc), y, cfg["alpha"])
+        loss = model.loss(Xc, y, cfg["alpha"])
         for p in params:
             p.grad = None
         loss.sum().backward()

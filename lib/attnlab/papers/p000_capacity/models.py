@@ -76,6 +76,37 @@ class MaxOverHeadsQK(ReplicaModule):
         self.register_buffer("_sub2head", torch.tensor(sub2head, device=self.device), persistent=False)
         self.register_buffer("_head_idx", torch.tensor([i if i >= 0 else n_heads for i in head_idx], device=self.device),
                              persistent=False)
+        # The fused training loss (`loss`, `_MaxQKLoss`) lays the same sub-slots out head-first: sub-slot
+        # i < n_heads is head i's first one, the others follow (summed into their head in place); its
+        # rows index the per-column projections [Q rows (R D) | zero row | K rows (R D) | zero row].
+        first, extra, extra_head = [], [], []
+        for r, ((h, D_K), dk) in enumerate(zip(specs, dks)):
+            for k in range(h):
+                for j in range(-(-dk // w_sub)):
+                    rows = [r * D + k * dk + j * w_sub + t if j * w_sub + t < dk else self.R * D for t in range(w_sub)]
+                    if j == 0:
+                        first.append(rows)
+                    else:
+                        extra.append(rows)
+                        extra_head.append(len(first) - 1)
+        order = first + extra
+        q_rows = [i for rows in order for i in rows]
+        RD, C = self.R * D, len(q_rows)
+        self.register_buffer("_qk_rows", torch.tensor(q_rows + [i + RD + 1 for i in q_rows], device=self.device),
+                             persistent=False)
+        # and back: the sub-slot row of each (Q or K, replica, column), 2 C (a zero row) for padded columns
+        back = [2 * C] * RD
+        for i, row in enumerate(q_rows):
+            if row < RD:
+                back[row] = i
+        self.register_buffer("_qk_back", torch.tensor(back + [i + C if i < 2 * C else i for i in back],
+                                                      device=self.device), persistent=False)
+        self.register_buffer("_extra_head", torch.tensor(extra_head, dtype=torch.long, device=self.device),
+                             persistent=False)
+        self.register_buffer("_sub_head", torch.tensor(list(range(n_heads)) + extra_head, device=self.device),
+                             persistent=False)
+        self.register_buffer("_head_rep", torch.tensor([r for r, (h, _) in enumerate(specs) for _ in range(h)],
+                                                       device=self.device), persistent=False)
 
     def _sub_weights(self, name: str) -> torch.Tensor:
         """(d, n_sub * w): the replicas' head columns in sub-slot order, zero columns as padding."""
@@ -100,6 +131,91 @@ class MaxOverHeadsQK(ReplicaModule):
             S = torch.cat([S, S.new_full((n, 1, ell, ell), float("-inf"))], 1).index_select(1, self._head_idx)
         S = S.view(n, self.R, self._H, ell, ell).amax(dim=2).transpose(0, 1)
         return S - self.w("tau").view(-1, 1, 1, 1)
+
+    def loss(self, Xc: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+        """`rgr_loss(self(Xc), y, alpha)` (App. A.1) per replica, (R,), as one autograd node with its
+        gradient written out (`_MaxQKLoss`); y: (n, ell, ell) bool labels. The same function up to
+        float rounding: with s = 1 - 2y (+-1) and a = 1 + (ell - 2) y, the pair term
+        softplus(-z) y (ell - 1) + softplus(z) (1 - y) is a softplus(s z) (y is 0 or 1). It reads only the
+        replicas' real columns of W_Q, W_K (never the padding), so it needs no mask."""
+        n, ell, d = Xc.shape
+        if y.dtype != torch.bool:
+            raise TypeError(f"MaxOverHeadsQK.loss: labels must be bool (0/1), got {y.dtype}")
+        yf = y.reshape(-1).to(self.W_Q.dtype)
+        zsign = yf.mul(-2 * alpha).add_(alpha)  # alpha s
+        weight = yf.mul((ell - 2) / (n * ell * ell)).add_(1 / (n * ell * ell))  # a / (n ell^2)
+        return _MaxQKLoss.apply(self.W_Q, self.W_K, self.tau, Xc.reshape(n * ell, d), zsign, weight, (self, n, ell))
+
+
+class _MaxQKLoss(torch.autograd.Function):
+    """The App. A.1 loss of `MaxOverHeadsQK` per replica, forward and backward written out.
+
+    Forward (per replica r, L = n ell^2 pairs): the per-column projections Q^T = W_Q^T X^T, K^T (one
+    batched matmul each, the replica's columns as rows), gathered into sub-slots of width w (zero rows
+    as padding); sub-slot scores Q_s K_s^T summed into head scores S_g; M = max over the replica's
+    heads (scatter_reduce amax); z_s = alpha s (M - tau); loss_r = sum_pairs a / L softplus(z_s).
+    Backward: dloss_r/dM = (alpha s a / L) sigmoid(z_s) (times the incoming gradient of loss_r);
+    dtau_r = -sum_pairs dloss_r/dM; the max routes dM to the head(s) attaining it, split evenly
+    among ties exactly as torch's amax backward does ((grad / count) * [S_g = M]); a sub-slot gets its
+    head's gradient; dQ_s = G_s K_s, dK_s = G_s^T Q_s; dW = X^T dQ per replica (padded columns, never
+    read, get exactly 0). softplus uses threshold 40 (x above it returns x): log1p(exp(x)) - x <
+    e^-40, below half an ulp of x in float32 and float64, so it is the correctly rounded softplus in both."""
+
+    @staticmethod
+    def forward(ctx, W_Q, W_K, tau, X2, zsign, weight, plan):
+        model, n, ell = plan
+        R, d, D = W_Q.shape
+        nl, RD, w = X2.shape[0], R * D, model._w_sub
+        n_heads = model._n_heads
+        XT = X2.t().expand(R, d, nl)
+        QK = W_Q.new_empty(2, RD + 1, nl)
+        torch.bmm(W_Q.transpose(1, 2), XT, out=QK[0, :RD].view(R, D, nl))
+        torch.bmm(W_K.transpose(1, 2), XT, out=QK[1, :RD].view(R, D, nl))
+        QK[:, RD].zero_()
+        QKt = QK.view(2 * (RD + 1), nl).index_select(0, model._qk_rows)  # (2 n_sub w, nl)
+        n_sub = QKt.shape[0] // (2 * w)
+        Qt, Kt = QKt.view(2, n_sub, w, n, ell).permute(0, 1, 3, 2, 4).unbind(0)  # (n_sub, n, w, ell)
+        if n == 1:
+            S = torch.bmm(Qt[:, 0].transpose(1, 2), Kt[:, 0]).view(n_sub, ell * ell)
+        else:
+            S = torch.matmul(Qt.transpose(-1, -2), Kt).view(n_sub, n * ell * ell)
+        Sh = S[:n_heads]
+        if n_sub > n_heads:  # a head's further sub-slots summed into its first
+            Sh.index_add_(0, model._extra_head, S[n_heads:])
+        h2r = model._head_rep
+        M = Sh.new_empty(R, Sh.shape[1]).scatter_reduce_(0, h2r[:, None].expand_as(Sh), Sh, "amax",
+                                                          include_self=False)
+        mask = torch.eq(Sh, M.index_select(0, h2r), out=torch.empty_like(Sh))  # float 0/1: the argmax heads
+        zs = (M - tau).mul_(zsign)
+        loss = F.softplus(zs, threshold=40.0) @ weight
+        ctx.save_for_backward(QKt, X2, mask, zs.sigmoid_(), zsign.mul(weight))
+        ctx.plan = (model, n, ell, R, D, n_sub)
+        return loss
+
+    @staticmethod
+    def backward(ctx, gout):
+        QKt, X2, mask, sig, coef = ctx.saved_tensors
+        model, n, ell, R, D, n_sub = ctx.plan
+        w, n_heads, h2r = model._w_sub, model._n_heads, model._head_rep
+        nl, C = X2.shape[0], n_sub * w
+        Gm = (sig * coef).mul_(gout[:, None])  # dloss/dM, (R, L)
+        dtau = Gm.sum(1, keepdim=True).neg_()
+        if float(mask.sum()) > Gm.numel():  # ties: split evenly, as amax's backward
+            Gm = Gm / mask.new_zeros(Gm.shape).index_add_(0, h2r, mask)
+        Gh = Gm.index_select(0, h2r).mul_(mask)  # (n_heads, L)
+        G = (Gh.index_select(0, model._sub_head) if n_sub > n_heads else Gh).view(n_sub, n, ell, ell)
+        Qt, Kt = QKt.view(2, n_sub, w, n, ell).permute(0, 1, 3, 2, 4).unbind(0)  # (n_sub, n, w, ell)
+        dQKt = QKt.new_empty(2 * C + 1, nl)  # dQ^T rows, dK^T rows, a zero row
+        if n == 1:
+            torch.bmm(Kt[:, 0], G[:, 0].transpose(1, 2), out=dQKt[:C].view(n_sub, w, ell))
+            torch.bmm(Qt[:, 0], G[:, 0], out=dQKt[C:2 * C].view(n_sub, w, ell))
+        else:
+            dQKt[:C].view(n_sub, w, n, ell).copy_(torch.matmul(Kt, G.transpose(-1, -2)).transpose(1, 2))
+            dQKt[C:2 * C].view(n_sub, w, n, ell).copy_(torch.matmul(Qt, G).transpose(1, 2))
+        dQKt[2 * C].zero_()
+        dQK = dQKt.index_select(0, model._qk_back).view(2 * R, D, nl)  # per (Q or K, replica, column)
+        dW = torch.bmm(X2.t().expand(2 * R, X2.shape[1], nl), dQK.transpose(1, 2))  # X^T dQ, (2 R, d, D)
+        return dW[:R], dW[R:], dtau, None, None, None, None
 
 
 def rgr_loss(margin: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -173,7 +289,7 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
     lr_vec = torch.full((R,), lr, device=dev)
     start = time.perf_counter()
     for step in range(steps):
-        loss = rgr_loss(model(Xtr[step:step + 1]), ytr[step:step + 1], alpha)
+        loss = model.loss(Xtr[step:step + 1], ytr[step:step + 1], alpha)
         for p in params:
             p.grad = None
         loss.sum().backward()

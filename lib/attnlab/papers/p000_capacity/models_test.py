@@ -148,3 +148,102 @@ def test_grouped_forward_replica_is_independent_of_the_batch():
     for r, (spec, init) in enumerate(zip(specs, inits)):
         alone = M.MaxOverHeadsQK(d, [spec], [init]).double()
         torch.testing.assert_close(out[r], alone(Xc)[0], atol=1e-12, rtol=0)
+
+
+def _exact_rgr_loss(margin: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+    """App. A.1's loss with the exact softplus (logaddexp(0, x); F.softplus returns x above 20)."""
+    ell = margin.shape[-1]
+    z = alpha * margin
+    yf = y.to(z.dtype)
+    zero = torch.zeros((), dtype=z.dtype)
+    per = torch.logaddexp(zero, -z) * yf * (ell - 1) + torch.logaddexp(zero, z) * (1 - yf)
+    return per.mean(dim=(1, 2, 3))
+
+
+def _fused_cases():
+    rng = np.random.default_rng(1)
+    cases = [[(1, 4), (2, 6), (3, 3), (2, 8)], [(3, 9)], [(4, 16)], [(5, 5), (1, 7), (2, 4), (5, 10), (3, 6), (1, 1)]]
+    for _ in range(3):
+        cases.append([(int(h), int(h) * int(rng.integers(1, 6))) for h in rng.integers(1, 6, size=int(rng.integers(2, 9)))])
+    return cases
+
+
+def test_fused_loss_equals_the_loss_of_the_forward():
+    """MaxOverHeadsQK.loss (written-out backward) = App. A.1's loss of the forward's margins, values and
+    gradients of W_Q, W_K, tau under random per-replica output gradients: 1e-12 (relative to the largest
+    entry) in float64 against the exact softplus, on every sub-slot path (heads over several sub-slots,
+    padded sub-slots, differing head counts, one spec alone), one and two contexts per step, and weights
+    scaled so that |alpha margin| reaches ~100 (saturated softplus and sigmoid); 1e-5 in float32 against
+    `rgr_loss` itself."""
+    for i, specs in enumerate(_fused_cases()):
+        for n, scale in ((1, 1.0), (2, 1.0), (1, 6.0)):
+            for dtype, tol, ref_loss in ((torch.float64, 1e-12, _exact_rgr_loss), (torch.float32, 1e-5, M.rgr_loss)):
+                d, ell = 7, 6
+                inits = [tuple(scale * w for w in M.init_weights(d, h, D, 10, i)) for h, D in specs]
+                model = M.MaxOverHeadsQK(d, specs, inits).to(dtype)
+                with torch.no_grad():
+                    model.tau[:, 0] = torch.linspace(-0.3, 0.3, len(specs), dtype=dtype)
+                g = torch.Generator().manual_seed(10 * i + n)
+                Xc = torch.randn(n, ell, d, dtype=dtype, generator=g)
+                y = torch.rand(n, ell, ell, generator=g) < 0.3
+                gw = torch.rand(len(specs), dtype=dtype, generator=g)
+                got, want = model.loss(Xc, y, 10.0), ref_loss(model(Xc), y, 10.0)
+                torch.testing.assert_close(got, want, atol=tol * float(want.detach().abs().max()), rtol=0)
+                params = (model.W_Q, model.W_K, model.tau)
+                for a, b in zip(torch.autograd.grad((got * gw).sum(), params),
+                                torch.autograd.grad((want * gw).sum(), params)):
+                    torch.testing.assert_close(a, b, atol=tol * max(1e-30, float(b.abs().max())), rtol=0)
+
+
+def test_fused_loss_splits_tied_maxima_like_amax():
+    """Replicas whose heads are copies of each other tie at every pair: the fused backward splits the
+    gradient evenly among the tied heads exactly as amax's backward does (float64, 1e-12)."""
+    d, ell = 5, 4
+    specs = [(2, 6), (3, 6), (1, 3)]
+    g = torch.Generator().manual_seed(3)
+    inits = []
+    for h, D in specs:
+        block = torch.randn(2, d, D // h, generator=g, dtype=torch.float64)
+        inits.append((block[0].repeat(1, h), block[1].repeat(1, h)))  # every head the same
+    model = M.MaxOverHeadsQK(d, specs, inits).double()
+    Xc = torch.randn(1, ell, d, dtype=torch.float64, generator=g)
+    y = torch.rand(1, ell, ell, generator=g) < 0.5
+    got, want = model.loss(Xc, y, 10.0), _exact_rgr_loss(model(Xc), y, 10.0)
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+    params = (model.W_Q, model.W_K, model.tau)
+    for a, b in zip(torch.autograd.grad(got.sum(), params), torch.autograd.grad(want.sum(), params)):
+        torch.testing.assert_close(a, b, atol=1e-12 * float(b.abs().max()), rtol=0)
+
+
+def test_fused_loss_replica_is_independent_of_the_batch():
+    """Replica r's loss and gradients are the same alone and among other replicas (float64, 1e-12)."""
+    d, ell, specs = 5, 4, [(2, 6), (1, 2), (4, 8), (3, 9), (2, 2)]
+    inits = [M.init_weights(d, h, D, 10, 3) for h, D in specs]
+    batch = M.MaxOverHeadsQK(d, specs, inits).double()
+    g = torch.Generator().manual_seed(4)
+    Xc = torch.randn(1, ell, d, dtype=torch.float64, generator=g)
+    y = torch.rand(1, ell, ell, generator=g) < 0.3
+    out = batch.loss(Xc, y, 10.0)
+    grads = torch.autograd.grad(out.sum(), (batch.W_Q, batch.W_K, batch.tau))
+    for r, (spec, init) in enumerate(zip(specs, inits)):
+        alone = M.MaxOverHeadsQK(d, [spec], [init]).double()
+        mine = alone.loss(Xc, y, 10.0)
+        torch.testing.assert_close(out[r], mine[0], atol=1e-12, rtol=0)
+        for a, b in zip(grads, torch.autograd.grad(mine.sum(), (alone.W_Q, alone.W_K, alone.tau))):
+            torch.testing.assert_close(a[r][..., :b.shape[-1]], b[0], atol=1e-12, rtol=0)
+            assert (a[r][..., b.shape[-1]:] == 0).all()  # the padding
+
+
+def test_fused_loss_padding_gets_no_gradient_and_labels_must_be_bool():
+    d, specs = 4, [(1, 2), (2, 8)]
+    model = M.MaxOverHeadsQK(d, specs, [M.init_weights(d, h, D, 10, 0) for h, D in specs])
+    Xc, y = torch.randn(1, 5, d), torch.rand(1, 5, 5) < 0.5
+    model.loss(Xc, y, 10.0).sum().backward()
+    assert (model.W_Q.grad[0, :, 2:] == 0).all() and (model.W_K.grad[0, :, 2:] == 0).all()
+    assert (model.W_Q.grad[0, :, :2] != 0).any()
+    try:
+        model.loss(Xc, y.float(), 10.0)
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("float labels were accepted")
