@@ -107,6 +107,7 @@ class MaxOverHeadsQK(ReplicaModule):
                              persistent=False)
         self.register_buffer("_head_rep", torch.tensor([r for r, (h, _) in enumerate(specs) for _ in range(h)],
                                                        device=self.device), persistent=False)
+        self._loss_coefs: dict = {}
 
     def _sub_weights(self, name: str) -> torch.Tensor:
         """(d, n_sub * w): the replicas' head columns in sub-slot order, zero columns as padding."""
@@ -141,10 +142,14 @@ class MaxOverHeadsQK(ReplicaModule):
         n, ell, d = Xc.shape
         if y.dtype != torch.bool:
             raise TypeError(f"MaxOverHeadsQK.loss: labels must be bool (0/1), got {y.dtype}")
-        yf = y.reshape(-1).to(self.W_Q.dtype)
-        zsign = yf.mul(-2 * alpha).add_(alpha)  # alpha s
-        weight = yf.mul((ell - 2) / (n * ell * ell)).add_(1 / (n * ell * ell))  # a / (n ell^2)
-        return _MaxQKLoss.apply(self.W_Q, self.W_K, self.tau, Xc.reshape(n * ell, d), zsign, weight, (self, n, ell))
+        key = (float(alpha), n, ell, self.W_Q.dtype, self.W_Q.device)
+        if key not in self._loss_coefs:  # per pair, for y = 1 and y = 0: alpha s, a / L, alpha s a / L
+            L = n * ell * ell
+            self._loss_coefs[key] = (
+                torch.tensor([[-alpha], [(ell - 1) / L], [-alpha * (ell - 1) / L]], dtype=self.W_Q.dtype, device=self.W_Q.device),
+                torch.tensor([[alpha], [1 / L], [alpha / L]], dtype=self.W_Q.dtype, device=self.W_Q.device))
+        zsign, weight, coef = torch.where(y.reshape(1, -1), *self._loss_coefs[key])
+        return _MaxQKLoss.apply(self.W_Q, self.W_K, self.tau, Xc.reshape(n * ell, d), zsign, weight, coef, (self, n, ell))
 
 
 class _MaxQKLoss(torch.autograd.Function):
@@ -162,7 +167,7 @@ class _MaxQKLoss(torch.autograd.Function):
     e^-40, below half an ulp of x in float32 and float64, so it is the correctly rounded softplus in both."""
 
     @staticmethod
-    def forward(ctx, W_Q, W_K, tau, X2, zsign, weight, plan):
+    def forward(ctx, W_Q, W_K, tau, X2, zsign, weight, coef, plan):
         model, n, ell = plan
         R, d, D = W_Q.shape
         nl, RD, w = X2.shape[0], R * D, model._w_sub
@@ -188,7 +193,7 @@ class _MaxQKLoss(torch.autograd.Function):
         mask = torch.eq(Sh, M.index_select(0, h2r), out=torch.empty_like(Sh))  # float 0/1: the argmax heads
         zs = (M - tau).mul_(zsign)
         loss = F.softplus(zs, threshold=40.0) @ weight
-        ctx.save_for_backward(QKt, X2, mask, zs.sigmoid_(), zsign.mul(weight))
+        ctx.save_for_backward(QKt, X2, mask, zs.sigmoid_(), coef)
         ctx.plan = (model, n, ell, R, D, n_sub)
         return loss
 
@@ -215,7 +220,7 @@ class _MaxQKLoss(torch.autograd.Function):
         dQKt[2 * C].zero_()
         dQK = dQKt.index_select(0, model._qk_back).view(2 * R, D, nl)  # per (Q or K, replica, column)
         dW = torch.bmm(X2.t().expand(2 * R, X2.shape[1], nl), dQK.transpose(1, 2))  # X^T dQ, (2 R, d, D)
-        return dW[:R], dW[R:], dtau, None, None, None, None
+        return dW[:R], dW[R:], dtau, None, None, None, None, None
 
 
 def rgr_loss(margin: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:

@@ -88,8 +88,13 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
         raise ValueError(f"kind {kind!r}: choose 'softmax' or 'max'")
     Xtr, ytr = emb(data["train"]), labels(data["train"])
     Xval, yval = emb(data["val"]), labels(data["val"])
-    log = fit([model.W_Q, model.W_K, model.tau],
-              lambda s: models.rgr_loss(model(Xtr[s:s + 1]), ytr[s:s + 1], alpha), steps, lr,
+    if kind == "max":  # its fused loss (the same function, backward written out), as models.train_seed
+        def loss_at(s):
+            return model.loss(Xtr[s:s + 1], ytr[s:s + 1], alpha)
+    else:
+        def loss_at(s):
+            return models.rgr_loss(model(Xtr[s:s + 1]), ytr[s:s + 1], alpha)
+    log = fit([model.W_Q, model.W_K, model.tau], loss_at, steps, lr,
               validate=lambda: models.micro_f1(model, Xval, yval), rule=Threshold(stop_f1, patience),
               check_every=check_every, progress=progress)
     f1 = models.micro_f1(model, emb(data["test"]), labels(data["test"]))
