@@ -116,10 +116,66 @@ class _HiddenReadout(torch.autograd.Function):
             gV = torch.bmm(gy_g, a.transpose(1, 2))
             gz = torch.bmm(V.transpose(1, 2), gy_g)
             gz = torch.ops.aten.threshold_backward.grad_input(gz, a, 0, grad_input=gz)
-            grads += [torch.bmm(gz, W[lo:hi].transpose(1, 2)), gV]
+            grads += [torch.bmm(W[lo:hi], gz.transpose(1, 2)).transpose(1, 2), gV]  # gz Wᵀ, faster as (W gzᵀ)ᵀ
             if gW is not None:
                 torch.bmm(H.transpose(1, 2), gz, out=gW[lo:hi])
         return (gW, None, *grads)
+
+
+class _HiddenReadoutLoss(torch.autograd.Function):
+    """loss_r = Σ_n w_n (log Σ_c exp y_rcn − y_r,t_n,n) with y = V ReLU(H W) per group of replicas
+    (`_HiddenReadout`'s y; targets t [N], one-hot T1 [C, N] = [c = t_n], weights w [N]) -> [R]: the
+    readout and the cross-entropy in one function, group by group (a group's logits stay in cache),
+    the logits never gathered into one tensor. Backward: ∂loss_r/∂y_rcn = w_n (softmax_c(y_r·n) −
+    [c = t_n]), written out (exp(y − max) kept from the forward and normalised in place, so it runs
+    once), then `_HiddenReadout`'s backward."""
+
+    @staticmethod
+    def forward(ctx, W: torch.Tensor, bounds: tuple[int, ...], targets: torch.Tensor, onehot: torch.Tensor,
+                weights: torch.Tensor, *HV: torch.Tensor) -> torch.Tensor:
+        R, K, N = W.shape
+        losses = torch.empty(R, dtype=W.dtype, device=W.device)
+        idx = targets.view(1, 1, N)
+        saved = []
+        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+            H, V = HV[2 * g], HV[2 * g + 1]
+            a = torch.bmm(H, W[lo:hi]).relu_()
+            y = torch.bmm(V, a)  # [R_g, C, N]
+            y.sub_(y.amax(1, keepdim=True))  # y − max
+            pick = y.gather(1, idx.expand(hi - lo, 1, N)).squeeze(1)
+            e = y.exp_()
+            s = e.sum(1)  # [R_g, N]
+            torch.mv(s.log().sub_(pick), weights, out=losses[lo:hi])  # log Σ exp(y − max) − (y_t − max)
+            saved += [a, e, s]
+        ctx.bounds, ctx.spent = bounds, False
+        ctx.save_for_backward(W, onehot, weights, *HV, *saved)
+        return losses
+
+    @staticmethod
+    def backward(ctx, gl: torch.Tensor):
+        if ctx.spent:
+            raise RuntimeError("_HiddenReadoutLoss: the backward overwrites its saved tensors; it runs once")
+        ctx.spent = True
+        bounds = ctx.bounds
+        G = len(bounds) - 1
+        saved = ctx.saved_tensors
+        W, onehot, weights = saved[:3]
+        HV, acts = saved[3:3 + 2 * G], saved[3 + 2 * G:]
+        gW = torch.empty_like(W) if ctx.needs_input_grad[0] else None
+        grads = []
+        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+            H, V = HV[2 * g], HV[2 * g + 1]
+            a, e, s = acts[3 * g:3 * g + 3]
+            gw = gl[lo:hi, None] * weights[None]  # [R_g, N]
+            gy = e.mul_((gw / s)[:, None])  # softmax · g w
+            gy.addcmul_(onehot, gw[:, None], value=-1)  # − [c = t] · g w
+            gV = torch.bmm(gy, a.transpose(1, 2))
+            gz = torch.bmm(V.transpose(1, 2), gy)
+            gz = torch.ops.aten.threshold_backward.grad_input(gz, a, 0, grad_input=gz)
+            grads += [torch.bmm(W[lo:hi], gz.transpose(1, 2)).transpose(1, 2), gV]  # gz Wᵀ
+            if gW is not None:
+                torch.bmm(H.transpose(1, 2), gz, out=gW[lo:hi])
+        return (gW, None, None, None, None, *grads)
 
 
 def _padded_width(p: int, P: int) -> int:
@@ -299,6 +355,11 @@ class ReplicaCounting(ReplicaModule):
     def _readout(self, W: torch.Tensor) -> torch.Tensor:
         """Logits [R, C, N] = [W2ᵀ, b2] ReLU(H W) of the token-type weights W = W' [R, T'+1, N], both
         in the grouped order, by `_HiddenReadout` per width group."""
+        return _HiddenReadout.apply(W, self.bounds, *self._group_weights())
+
+    def _group_weights(self) -> list[torch.Tensor]:
+        """Per width group (grouped order), H_g = the group's first w units of H = [[hᵀ, b1], [0, 1]]
+        and its constant unit [R_g, w+1, T'+1], and V_g = the same columns of [W2ᵀ, b2] [R_g, C, w+1]."""
         o = self.order if self.sorted else None
         H = self._hidden_weights()  # [R, P+1, T'+1], the last row the constant unit
         V = torch.cat([self.w("W2").transpose(1, 2), self.w("b2")[:, :, None]], 2)  # [W2ᵀ, b2] [R, C, P+1]
@@ -312,7 +373,13 @@ class ReplicaCounting(ReplicaModule):
             else:
                 HV.append(torch.cat([H[lo:hi, :width], H[lo:hi, -1:]], 1))  # [R_g, w+1, T'+1]
                 HV.append(torch.cat([V[lo:hi, :, :width], V[lo:hi, :, -1:]], 2))  # [R_g, C, w+1]
-        return _HiddenReadout.apply(W, self.bounds, *HV)
+        return HV
+
+    def _readout_loss(self, W: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Σ_n w_n cross-entropy(logits of column n, targets n) [R] (grouped order) of the token-type
+        weights W [R, T'+1, N] (grouped order), by `_HiddenReadoutLoss`."""
+        onehot = (targets[None] == torch.arange(self.L + 1, device=targets.device)[:, None]).to(W.dtype)
+        return _HiddenReadoutLoss.apply(W, self.bounds, targets, onehot, weights, *self._group_weights())
 
     def logits_t(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits with the class axis second: [R, C, B, L] = [W2ᵀ, b2] ReLU(z), z = `hidden_t`
@@ -324,19 +391,22 @@ class ReplicaCounting(ReplicaModule):
 
     def loss(self, tokens: torch.Tensor) -> torch.Tensor:
         """Per-replica `counting_loss` [R] on the histogram labels of tokens [B, L] (computed in the
-        grouped order, the [R] result put back in replica order).
+        grouped order, the [R] result put back in replica order), the readout and the cross-entropy
+        fused per width group (`_HiddenReadoutLoss`, a weighted sum over columns).
 
         Dot-product variants: once per distinct (sequence, query token) pair (`query_pairs`), whose
         n positions share their logits and their label n: with the pair's cross-entropy ℓ,
-            loss = (1 / (B·L)) Σ_positions ℓ = Σ_pairs (n / (B·L)) ℓ   (`weighted_cross_entropy`),
+            loss = (1 / (B·L)) Σ_positions ℓ = Σ_pairs (n / (B·L)) ℓ,
         the same value and gradient with about half the columns (3.3 distinct tokens per sequence of
         6 for T = 8, L = 6). lin variants mix by position: every position is computed."""
+        o = self.order if self.sorted else None
         if self.lin:
-            loss = counting_loss(self.logits_grouped(tokens), hist_torch(tokens))
+            y = hist_torch(tokens).view(-1)
+            loss = self._readout_loss(self.mixing_t(tokens, o), y,
+                                      torch.full(y.shape, 1 / y.numel(), dtype=self.scale.dtype, device=y.device))
         else:
             _, q, counts, n = self.query_pairs(tokens)
-            z = self._readout(self._score_mixing(q, counts, self.order if self.sorted else None))  # [R, C, N']
-            loss = weighted_cross_entropy(z, n.long(), n / tokens.numel())
+            loss = self._readout_loss(self._score_mixing(q, counts, o), n.long(), n / tokens.numel())
         return loss.index_select(0, self.unorder) if self.sorted else loss
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -366,42 +436,6 @@ def counting_loss(logits_t: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
     (softmax − one-hot) / (B·L) (`core.train.class_axis_cross_entropy`)."""
     R, C, B, L = logits_t.shape
     return class_axis_cross_entropy(logits_t.reshape(R, C, B * L), targets.reshape(-1))
-
-
-class _WeightedCrossEntropy(torch.autograd.Function):
-    """`weighted_cross_entropy`; the forward keeps exp(z − max) for the backward, which normalises it
-    in place (so the backward runs once)."""
-
-    @staticmethod
-    def forward(ctx, z: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        R, C, N = z.shape
-        mx = z.amax(1, keepdim=True)  # [R, 1, N]
-        e = (z - mx).exp_()
-        s = e.sum(1)  # [R, N]
-        idx = targets.reshape(1, 1, N).expand(R, 1, N)
-        pick = z.gather(1, idx).squeeze(1)
-        ctx.save_for_backward(e, s, idx, weights)
-        ctx.spent = False
-        return torch.mv(s.log() + mx.squeeze(1) - pick, weights)
-
-    @staticmethod
-    def backward(ctx, g: torch.Tensor):
-        if ctx.spent:
-            raise RuntimeError("weighted_cross_entropy: the backward overwrites its saved tensors; it runs once")
-        ctx.spent = True
-        e, s, idx, w = ctx.saved_tensors
-        R, C, N = e.shape
-        gw = g[:, None] * w[None, :]  # [R, N]
-        gz = e.mul_((gw / s)[:, None, :])  # softmax · g w
-        gz.scatter_add_(1, idx, gw.neg_()[:, None, :])  # − [c = y] · g w
-        return gz, None, None
-
-
-def weighted_cross_entropy(z: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Weighted cross-entropy of each replica with the classes on axis 1: z [R, C, N], targets [N],
-    weights [N] -> [R], loss_r = Σ_n w_n (log Σ_c exp z_rcn − z_r,y_n,n), with the gradient written
-    out: ∂loss_r/∂z_rcn = w_n (softmax_c(z_r·n) − [c = y_n]) (its backward runs once)."""
-    return _WeightedCrossEntropy.apply(z, targets, weights)
 
 
 @torch.no_grad()

@@ -141,11 +141,8 @@ def test_width_groups_and_their_order():
     assert m.group_widths == [4, 8, 16] and m.bounds == (0, 3, 5, 6) and m.sorted
     assert m.order.tolist() == [0, 2, 4, 1, 5, 3]
     x = torch.from_numpy(sample("code", 20, T, L, seed=4))
-    from .models import counting_loss, hist_torch
-    lin = ReplicaCounting(configs("lin"))  # computed per position: the same float operations
-    assert lin.sorted
-    torch.testing.assert_close(lin.loss(x), counting_loss(lin.logits_t(x), hist_torch(x)), rtol=0, atol=0)
-    # the dot-product variants' loss (per query pair, in the grouped order): the next test
+    # loss (computed in the grouped order, readout and cross-entropy fused) = the per-position loss of
+    # logits_t in replica order: the next test, in float64
     one = ReplicaCounting([CountingConfig("dot", T, L, 3, 5)])
     assert one.group_widths == [5] and not one.sorted
     # no padding: w() is the parameter itself (the batch-vs-alone test compares this path with the masked one)
@@ -173,11 +170,12 @@ def test_counting_loss_and_its_gradient_equal_cross_entropy():
         loss.backward()
 
 
-@pytest.mark.parametrize("variant", ["dot", "dot+sftm", "bos", "bos+sftm"])
-def test_loss_over_query_pairs_equals_the_loss_over_positions(variant):
-    """The dot-product variants' loss, computed once per distinct (sequence, query token) pair and
-    weighted by its count, = the mean cross-entropy over all positions (`counting_loss` of the
-    per-position logits), value and gradient of every parameter, in float64; in replica order."""
+@pytest.mark.parametrize("variant", reference.VARIANTS)
+def test_training_loss_equals_the_mean_cross_entropy_of_the_logits(variant):
+    """`loss` (readout and cross-entropy fused per width group, `_HiddenReadoutLoss`; for the
+    dot-product variants once per distinct (sequence, query token) pair, weighted by its count)
+    = the mean cross-entropy over all positions (`counting_loss` of `logits_t`), value and gradient
+    of every parameter, in float64, in replica order."""
     from .models import counting_loss, hist_torch
 
     m = ReplicaCounting(configs(variant), dtype=torch.float64)
@@ -208,23 +206,36 @@ def test_query_pairs():
     assert counts[:, 0].tolist() == [3, 1, 0, 1, 1, 0] and counts[:, 3].tolist() == [0, 0, 5, 0, 1, 0]
 
 
-def test_weighted_cross_entropy_and_its_gradient():
-    """= Σ_n w_n F.cross_entropy per replica, value and gradient (float64); its backward runs once."""
-    from .models import weighted_cross_entropy
+def test_hidden_readout_loss_equals_the_weighted_cross_entropy_of_hidden_readout():
+    """`_HiddenReadoutLoss` = Σ_n w_n F.cross_entropy of `_HiddenReadout`'s logits per replica, value
+    and gradient of every input (float64, two groups of different widths); its backward runs once
+    (so no gradcheck, which runs it once per output)."""
+    from .models import _HiddenReadout, _HiddenReadoutLoss
 
     g = torch.Generator().manual_seed(3)
-    z = (3 * torch.randn(4, L + 1, 40, generator=g, dtype=torch.float64)).requires_grad_()
-    y = torch.randint(0, L + 1, (40,), generator=g)
-    wt = torch.rand(40, generator=g, dtype=torch.float64)
-    r = torch.randn(4, generator=g, dtype=torch.float64)
-    loss = weighted_cross_entropy(z, y, wt)
-    want = torch.stack([(torch.nn.functional.cross_entropy(z[i].t(), y, reduction="none") * wt).sum()
-                        for i in range(4)])
-    torch.testing.assert_close(loss, want, rtol=1e-14, atol=0)
-    (gm,) = torch.autograd.grad((loss * r).sum(), z)
-    (gw,) = torch.autograd.grad((want * r).sum(), z)
-    torch.testing.assert_close(gm, gw, rtol=0, atol=1e-14)
-    loss = weighted_cross_entropy(z, y, wt).sum()
+    W = torch.randn(5, 4, 11, generator=g, dtype=torch.float64, requires_grad=True)
+    HV = [torch.randn(s, generator=g, dtype=torch.float64, requires_grad=True)
+          for s in ((3, 5, 4), (3, 7, 5), (2, 3, 4), (2, 7, 3))]
+    bounds = (0, 3, 5)
+    y = torch.randint(0, 7, (11,), generator=g)
+    onehot = (y[None] == torch.arange(7)[:, None]).double()
+    wt = torch.rand(11, generator=g, dtype=torch.float64)
+    r = torch.randn(5, generator=g, dtype=torch.float64)
+
+    def fused(W, *HV):
+        return _HiddenReadoutLoss.apply(W, bounds, y, onehot, wt, *HV)
+
+    def plain(W, *HV):
+        z = _HiddenReadout.apply(W, bounds, *HV)
+        return torch.stack([(torch.nn.functional.cross_entropy(z[i].t(), y, reduction="none") * wt).sum()
+                            for i in range(5)])
+
+    torch.testing.assert_close(fused(W, *HV), plain(W, *HV), rtol=1e-14, atol=0)
+    mine = torch.autograd.grad((fused(W, *HV) * r).sum(), (W, *HV))
+    want = torch.autograd.grad((plain(W, *HV) * r).sum(), (W, *HV))
+    for a, b in zip(mine, want):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-13)
+    loss = fused(W, *HV).sum()
     loss.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="runs once"):
         loss.backward()
