@@ -11,9 +11,9 @@ tables: with no positional embedding every quantity before the mixing depends on
 only, and since W1 is linear,
     z_l = (x̄_l + Σ_m 𝐀_lm x̄_m) W1 + b1 = Σ_t' W'[t', l] h_t' + b1,   h = E W1 [T', p],
     W'[t', l] = [x_l = t'] + Σ_{m : x_m = t'} 𝐀_lm        (`ReplicaCounting.mixing_t`),
-so the hidden layer is one product per replica, z = H W' with H = [[hᵀ, b1], [0, 1]] (a bias
+so the hidden layer is one product per replica, z = H W' with H = [[0, 1], [hᵀ, b1]] (a bias
 row of ones in W', and a constant unit 1 whose outgoing weights are b2), laid out units first
-[R, p + 1, B·L]: the readout [W2ᵀ, b2] ReLU(z) is then the logits with the class axis second,
+[R, p + 1, B·L]: the readout [b2, W2ᵀ] ReLU(z) is then the logits with the class axis second,
 the layout the loss wants; the mixed vector x̄' is never formed. The hidden layer and readout
 run per group of replicas of one padded width (p rounded up to a power of two, at least 4:
 `_padded_width`), so a small-p replica is not padded to the largest p.
@@ -84,71 +84,74 @@ class CountingConfig:
 
 
 class _HiddenReadout(torch.autograd.Function):
-    """y = V ReLU(H W) per group of replicas (batched: W [R, K, N]; group g holds the replicas
-    bounds[g] .. bounds[g+1] − 1 with H_g [R_g, P_g, K], V_g [R_g, C, P_g]; y [R, C, N]), the same
-    arithmetic as bmm(V_g, relu(bmm(H_g, W[group]))) under autograd, with two full-size passes
-    fewer: the hidden layer is a tensor of this function alone, so ReLU runs in place on it and
-    ReLU's backward in place on the gradient computed here."""
+    """y = V ReLU(H W) per group of replicas: W [R, K, N], H [R, P, K], V [R, C, P] -> y [R, C, N];
+    group (lo, hi, k) holds the replicas lo .. hi − 1 and uses their first k units (the others are
+    padding, 0), y[lo:hi] = V_g ReLU(H_g W[lo:hi]) with H_g = H[lo:hi, :k], V_g = V[lo:hi, :, :k]
+    (views: no copy). The same arithmetic as bmm(V_g, relu(bmm(H_g, W[lo:hi]))) under autograd,
+    with two full-size passes fewer: the hidden layer is a tensor of this function alone, so ReLU
+    runs in place on it and ReLU's backward in place on the gradient computed here; the gradients
+    of H and V are 0 outside the groups' units."""
 
     @staticmethod
-    def forward(ctx, W: torch.Tensor, bounds: tuple[int, ...], *HV: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, W: torch.Tensor, groups: tuple, H: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
         R, K, N = W.shape
-        out = torch.empty(R, HV[1].shape[1], N, dtype=W.dtype, device=W.device)
+        out = torch.empty(R, V.shape[1], N, dtype=W.dtype, device=W.device)
         acts = []
-        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-            H, V = HV[2 * g], HV[2 * g + 1]
-            acts.append(torch.bmm(H, W[lo:hi]).relu_())
-            torch.bmm(V, acts[-1], out=out[lo:hi])
-        ctx.bounds = bounds
-        ctx.save_for_backward(W, *HV, *acts)
+        for lo, hi, k in groups:
+            acts.append(torch.bmm(H[lo:hi, :k], W[lo:hi]).relu_())
+            torch.bmm(V[lo:hi, :, :k], acts[-1], out=out[lo:hi])
+        ctx.groups = groups
+        ctx.save_for_backward(W, H, V, *acts)
         return out
 
     @staticmethod
     def backward(ctx, gy: torch.Tensor):
-        bounds = ctx.bounds
-        G = len(bounds) - 1
-        saved = ctx.saved_tensors
-        W, HV, acts = saved[0], saved[1:1 + 2 * G], saved[1 + 2 * G:]
+        W, H, V, *acts = ctx.saved_tensors
         gW = torch.empty_like(W) if ctx.needs_input_grad[0] else None
-        grads = []
-        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-            H, V, a, gy_g = HV[2 * g], HV[2 * g + 1], acts[g], gy[lo:hi]
-            gV = torch.bmm(gy_g, a.transpose(1, 2))
-            gz = torch.bmm(V.transpose(1, 2), gy_g)
-            gz = torch.ops.aten.threshold_backward.grad_input(gz, a, 0, grad_input=gz)
-            grads += [torch.bmm(W[lo:hi], gz.transpose(1, 2)).transpose(1, 2), gV]  # gz Wᵀ, faster as (W gzᵀ)ᵀ
-            if gW is not None:
-                torch.bmm(H.transpose(1, 2), gz, out=gW[lo:hi])
-        return (gW, None, *grads)
+        gH, gV = torch.zeros_like(H), torch.zeros_like(V)
+        for (lo, hi, k), a in zip(ctx.groups, acts):
+            _group_backward(W[lo:hi], H[lo:hi, :k], V[lo:hi, :, :k], a, gy[lo:hi],
+                            None if gW is None else gW[lo:hi], gH[lo:hi, :k], gV[lo:hi, :, :k])
+        return gW, None, gH, gV
+
+
+def _group_backward(W, H, V, a, gy, gW, gH, gV) -> None:
+    """One group's backward of y = V ReLU(H W) (a = ReLU(H W)): writes gV = gy aᵀ, gH = gz Wᵀ and
+    gW = Hᵀ gz (if gW is given) with gz = [a > 0] Vᵀ gy."""
+    gV.copy_(torch.bmm(gy, a.transpose(1, 2)))
+    gz = torch.bmm(V.transpose(1, 2), gy)
+    gz = torch.ops.aten.threshold_backward.grad_input(gz, a, 0, grad_input=gz)
+    gH.copy_(torch.bmm(W, gz.transpose(1, 2)).transpose(1, 2))  # gz Wᵀ, faster as (W gzᵀ)ᵀ
+    if gW is not None:
+        torch.bmm(H.transpose(1, 2), gz, out=gW)
 
 
 class _HiddenReadoutLoss(torch.autograd.Function):
     """loss_r = Σ_n w_n (log Σ_c exp y_rcn − y_r,t_n,n) with y = V ReLU(H W) per group of replicas
-    (`_HiddenReadout`'s y; targets t [N], one-hot T1 [C, N] = [c = t_n], weights w [N]) -> [R]: the
-    readout and the cross-entropy in one function, group by group (a group's logits stay in cache),
-    the logits never gathered into one tensor. Backward: ∂loss_r/∂y_rcn = w_n (softmax_c(y_r·n) −
-    [c = t_n]), written out (exp(y − max) kept from the forward and normalised in place, so it runs
-    once), then `_HiddenReadout`'s backward."""
+    (`_HiddenReadout`'s y and groups; targets t [N], one-hot T1 [C, N] = [c = t_n], weights w [N])
+    -> [R]: the readout and the cross-entropy in one function, group by group (a group's logits stay
+    in cache), the logits never gathered into one tensor. Backward: ∂loss_r/∂y_rcn = w_n
+    (softmax_c(y_r·n) − [c = t_n]), written out (exp(y − max) kept from the forward and normalised
+    in place, so it runs once), then `_HiddenReadout`'s backward."""
 
     @staticmethod
-    def forward(ctx, W: torch.Tensor, bounds: tuple[int, ...], targets: torch.Tensor, onehot: torch.Tensor,
-                weights: torch.Tensor, *HV: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, W: torch.Tensor, groups: tuple, targets: torch.Tensor, onehot: torch.Tensor,
+                weights: torch.Tensor, H: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
         R, K, N = W.shape
         losses = torch.empty(R, dtype=W.dtype, device=W.device)
         idx = targets.view(1, 1, N)
         saved = []
-        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-            H, V = HV[2 * g], HV[2 * g + 1]
-            a = torch.bmm(H, W[lo:hi]).relu_()
-            y = torch.bmm(V, a)  # [R_g, C, N]
+        for lo, hi, k in groups:
+            a = torch.bmm(H[lo:hi, :k], W[lo:hi]).relu_()
+            y = torch.bmm(V[lo:hi, :, :k], a)  # [R_g, C, N]
             y.sub_(y.amax(1, keepdim=True))  # y − max
             pick = y.gather(1, idx.expand(hi - lo, 1, N)).squeeze(1)
             e = y.exp_()
             s = e.sum(1)  # [R_g, N]
             torch.mv(s.log().sub_(pick), weights, out=losses[lo:hi])  # log Σ exp(y − max) − (y_t − max)
             saved += [a, e, s]
-        ctx.bounds, ctx.spent = bounds, False
-        ctx.save_for_backward(W, onehot, weights, *HV, *saved)
+        ctx.groups, ctx.spent = groups, False
+        ctx.save_for_backward(W, onehot, weights, H, V, *saved)
         return losses
 
     @staticmethod
@@ -156,26 +159,17 @@ class _HiddenReadoutLoss(torch.autograd.Function):
         if ctx.spent:
             raise RuntimeError("_HiddenReadoutLoss: the backward overwrites its saved tensors; it runs once")
         ctx.spent = True
-        bounds = ctx.bounds
-        G = len(bounds) - 1
-        saved = ctx.saved_tensors
-        W, onehot, weights = saved[:3]
-        HV, acts = saved[3:3 + 2 * G], saved[3 + 2 * G:]
+        W, onehot, weights, H, V, *acts = ctx.saved_tensors
         gW = torch.empty_like(W) if ctx.needs_input_grad[0] else None
-        grads = []
-        for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-            H, V = HV[2 * g], HV[2 * g + 1]
+        gH, gV = torch.zeros_like(H), torch.zeros_like(V)
+        for g, (lo, hi, k) in enumerate(ctx.groups):
             a, e, s = acts[3 * g:3 * g + 3]
             gw = gl[lo:hi, None] * weights[None]  # [R_g, N]
             gy = e.mul_((gw / s)[:, None])  # softmax · g w
             gy.addcmul_(onehot, gw[:, None], value=-1)  # − [c = t] · g w
-            gV = torch.bmm(gy, a.transpose(1, 2))
-            gz = torch.bmm(V.transpose(1, 2), gy)
-            gz = torch.ops.aten.threshold_backward.grad_input(gz, a, 0, grad_input=gz)
-            grads += [torch.bmm(W[lo:hi], gz.transpose(1, 2)).transpose(1, 2), gV]  # gz Wᵀ
-            if gW is not None:
-                torch.bmm(H.transpose(1, 2), gz, out=gW[lo:hi])
-        return (gW, None, None, None, None, *grads)
+            _group_backward(W[lo:hi], H[lo:hi, :k], V[lo:hi, :, :k], a, gy,
+                            None if gW is None else gW[lo:hi], gH[lo:hi, :k], gV[lo:hi, :, :k])
+        return gW, None, None, None, None, gH, gV
 
 
 def _padded_width(p: int, P: int) -> int:
@@ -205,6 +199,8 @@ class ReplicaCounting(ReplicaModule):
         order = sorted(range(len(configs)), key=lambda r: widths[r])
         self.group_widths = sorted(set(widths))
         self.bounds = tuple([0] + [sum(w <= g for w in widths) for g in self.group_widths])
+        # (first place, end, units used: the constant unit and the width) of each group
+        self.groups = tuple((lo, hi, w + 1) for lo, hi, w in zip(self.bounds[:-1], self.bounds[1:], self.group_widths))
         self.register_buffer("order", torch.tensor(order, device=self.device), persistent=False)
         self.register_buffer("unorder", torch.argsort(self.order), persistent=False)
         self.sorted = order != list(range(len(configs)))
@@ -217,6 +213,9 @@ class ReplicaCounting(ReplicaModule):
         for name, shape in shapes:
             self.add(name, shape)
         self.register_buffer("types", torch.arange(Tp + 1, device=self.device), persistent=False)
+        unit_row = torch.zeros(1, 1, Tp + 1, dtype=dtype)
+        unit_row[..., -1] = 1
+        self.register_buffer("unit_row", unit_row.to(self.device), persistent=False)  # [0 .. 0, 1]: H's constant unit
         eye_ones = torch.cat([torch.eye(self.L, dtype=dtype), torch.ones(1, self.L, dtype=dtype)])
         self.register_buffer("eye_ones", eye_ones.to(self.device), persistent=False)  # [[I], [1 .. 1]] [L+1, L]
         self.register_buffer("scale", torch.tensor([1 / math.sqrt(c.d) for c in configs], dtype=dtype,
@@ -325,61 +324,53 @@ class ReplicaCounting(ReplicaModule):
         return b, q, cols, cols.gather(0, q[None]).squeeze(0)
 
     def _hidden_weights(self) -> torch.Tensor:
-        """H = [[hᵀ, b1], [0, 1]] [R, P + 1, T' + 1] with h = E W1 [R, T', P]: z = H W' (`hidden_t`)."""
+        """H = [[0, 1], [hᵀ, b1]] [R, P + 1, T' + 1] with h = E W1 [R, T', P]: z = H W' (`hidden_t`);
+        unit 0 is the constant 1 (so a group's first k units are a slice of H)."""
         h_t = torch.bmm(self.w("emb"), self.w("W1")).transpose(1, 2)  # [R, P, T']
         H = torch.cat([h_t, self.w("b1")[:, :, None]], 2)  # [R, P, T'+1]
-        one = torch.zeros(1, 1, H.shape[2], dtype=H.dtype, device=H.device)
-        one[..., -1] = 1
-        return torch.cat([H, one.expand(self.R, 1, -1)], 1)  # [R, P+1, T'+1]
+        return torch.cat([self.unit_row.expand(self.R, 1, -1), H], 1)  # [R, P+1, T'+1]
+
+    def _readout_weights(self) -> torch.Tensor:
+        """V = [b2, W2ᵀ] [R, C, P + 1]: the readout of the units of `_hidden_weights` (b2 on the constant unit)."""
+        return torch.cat([self.w("b2")[:, :, None], self.w("W2").transpose(1, 2)], 2)
 
     def hidden_t(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Hidden pre-activations, units first: z [R, P + 1, B, L] (non-BOS positions; padded units
-        are 0; the last unit is the constant 1 that carries b2), z = H W' with W' = `mixing_t` and
-        H = [[hᵀ, b1], [0, 1]] [R, P + 1, T' + 1], h = E W1 [R, T', P]: one product, the residual
+        """Hidden pre-activations, units first: z [R, P + 1, B, L] (non-BOS positions; unit 0 is the
+        constant 1 that carries b2; padded units are 0), z = H W' with W' = `mixing_t` and
+        H = [[0, 1], [hᵀ, b1]] [R, P + 1, T' + 1], h = E W1 [R, T', P]: one product, the residual
         and the bias folded in; the mixing runs in the p hidden dimensions and the mixed vector x̄'
         is never formed."""
         return torch.bmm(self._hidden_weights(), self.mixing_t(tokens)).view(self.R, -1, tokens.shape[0], self.L)
 
     def hidden(self, tokens: torch.Tensor) -> torch.Tensor:
         """Hidden pre-activations z [R, B, L, P] (a view of `hidden_t` without the constant unit)."""
-        return self.hidden_t(tokens)[:, :-1].permute(0, 2, 3, 1)
+        return self.hidden_t(tokens)[:, 1:].permute(0, 2, 3, 1)
 
     def logits_grouped(self, tokens: torch.Tensor) -> torch.Tensor:
         """`logits_t` with the replicas in the grouped order (replica order[i] at place i): per group
-        of padded hidden width w (`_padded_width`), [W2ᵀ, b2] ReLU(z) with z = H W' on the first w
-        units and the constant unit (the other units of the group's replicas are padding, 0), by
+        of padded hidden width w (`_padded_width`), [b2, W2ᵀ] ReLU(z) with z = H W' on the constant
+        unit and the first w units (the other units of the group's replicas are padding, 0), by
         `_HiddenReadout`."""
         W = self.mixing_t(tokens, self.order if self.sorted else None)  # [R, T'+1, N]
         return self._readout(W).view(self.R, -1, tokens.shape[0], self.L)
 
     def _readout(self, W: torch.Tensor) -> torch.Tensor:
-        """Logits [R, C, N] = [W2ᵀ, b2] ReLU(H W) of the token-type weights W = W' [R, T'+1, N], both
+        """Logits [R, C, N] = [b2, W2ᵀ] ReLU(H W) of the token-type weights W = W' [R, T'+1, N], both
         in the grouped order, by `_HiddenReadout` per width group."""
-        return _HiddenReadout.apply(W, self.bounds, *self._group_weights())
+        return _HiddenReadout.apply(W, self.groups, *self._grouped_weights())
 
-    def _group_weights(self) -> list[torch.Tensor]:
-        """Per width group (grouped order), H_g = the group's first w units of H = [[hᵀ, b1], [0, 1]]
-        and its constant unit [R_g, w+1, T'+1], and V_g = the same columns of [W2ᵀ, b2] [R_g, C, w+1]."""
-        o = self.order if self.sorted else None
-        H = self._hidden_weights()  # [R, P+1, T'+1], the last row the constant unit
-        V = torch.cat([self.w("W2").transpose(1, 2), self.w("b2")[:, :, None]], 2)  # [W2ᵀ, b2] [R, C, P+1]
-        if o is not None:
-            H, V = H.index_select(0, o), V.index_select(0, o)
-        P = H.shape[1] - 1
-        HV = []
-        for width, lo, hi in zip(self.group_widths, self.bounds[:-1], self.bounds[1:]):
-            if width == P:  # the widest group: all units
-                HV += [H[lo:hi], V[lo:hi]]
-            else:
-                HV.append(torch.cat([H[lo:hi, :width], H[lo:hi, -1:]], 1))  # [R_g, w+1, T'+1]
-                HV.append(torch.cat([V[lo:hi, :, :width], V[lo:hi, :, -1:]], 2))  # [R_g, C, w+1]
-        return HV
+    def _grouped_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """H (`_hidden_weights`) and V (`_readout_weights`) in the grouped order."""
+        H, V = self._hidden_weights(), self._readout_weights()
+        if self.sorted:
+            H, V = H.index_select(0, self.order), V.index_select(0, self.order)
+        return H, V
 
     def _readout_loss(self, W: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """Σ_n w_n cross-entropy(logits of column n, targets n) [R] (grouped order) of the token-type
         weights W [R, T'+1, N] (grouped order), by `_HiddenReadoutLoss`."""
         onehot = (targets[None] == torch.arange(self.L + 1, device=targets.device)[:, None]).to(W.dtype)
-        return _HiddenReadoutLoss.apply(W, self.bounds, targets, onehot, weights, *self._group_weights())
+        return _HiddenReadoutLoss.apply(W, self.groups, targets, onehot, weights, *self._grouped_weights())
 
     def logits_t(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits with the class axis second: [R, C, B, L] = [W2ᵀ, b2] ReLU(z), z = `hidden_t`

@@ -115,23 +115,25 @@ def test_training_learns_the_task_at_small_scale():
 
 
 def test_hidden_readout_gradient_equals_autograd_of_the_plain_ops():
-    """`_HiddenReadout` (per group, ReLU and its backward in place) = bmm(V_g, relu(bmm(H_g, W_g)))
-    under autograd, here with two groups of different widths."""
+    """`_HiddenReadout` (per group, its first k units as views, ReLU and its backward in place) =
+    bmm(V_g, relu(bmm(H_g, W_g))) under autograd, here with two groups of different widths; the
+    units a group does not use get zero gradient."""
     from .models import _HiddenReadout
 
     g = torch.Generator().manual_seed(0)
     W = torch.randn(5, 4, 11, generator=g, dtype=torch.float64, requires_grad=True)
-    HV = [torch.randn(s, generator=g, dtype=torch.float64, requires_grad=True)
-          for s in ((3, 5, 4), (3, 2, 5), (2, 3, 4), (2, 2, 3))]
-    bounds = (0, 3, 5)
-    assert torch.autograd.gradcheck(lambda W, *HV: _HiddenReadout.apply(W, bounds, *HV), (W, *HV))
+    H = torch.randn(5, 6, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    V = torch.randn(5, 2, 6, generator=g, dtype=torch.float64, requires_grad=True)
+    groups = ((0, 3, 3), (3, 5, 6))
+    assert torch.autograd.gradcheck(lambda *x: _HiddenReadout.apply(x[0], groups, *x[1:]), (W, H, V))
     out = torch.randn(5, 2, 11, generator=g, dtype=torch.float64)
-    mine = torch.autograd.grad((_HiddenReadout.apply(W, bounds, *HV) * out).sum(), (W, *HV))
-    plain = torch.cat([torch.bmm(HV[1], torch.relu(torch.bmm(HV[0], W[:3]))),
-                       torch.bmm(HV[3], torch.relu(torch.bmm(HV[2], W[3:])))])
-    plain = torch.autograd.grad((plain * out).sum(), (W, *HV))
+    mine = torch.autograd.grad((_HiddenReadout.apply(W, groups, H, V) * out).sum(), (W, H, V))
+    plain = torch.cat([torch.bmm(V[:3, :, :3], torch.relu(torch.bmm(H[:3, :3], W[:3]))),
+                       torch.bmm(V[3:], torch.relu(torch.bmm(H[3:], W[3:])))])
+    plain = torch.autograd.grad((plain * out).sum(), (W, H, V))
     for a, b in zip(mine, plain):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-13)
+    assert (mine[1][:3, 3:] == 0).all() and (mine[2][:3, :, 3:] == 0).all()
 
 
 def test_width_groups_and_their_order():
@@ -139,6 +141,7 @@ def test_width_groups_and_their_order():
     (the forward test above checks the values against the reference)."""
     m = ReplicaCounting(configs("dot"))  # p = 1, 8, 3, 16, 2, 5 -> widths 4, 8, 4, 16, 4, 8
     assert m.group_widths == [4, 8, 16] and m.bounds == (0, 3, 5, 6) and m.sorted
+    assert m.groups == ((0, 3, 5), (3, 5, 9), (5, 6, 17))
     assert m.order.tolist() == [0, 2, 4, 1, 5, 3]
     x = torch.from_numpy(sample("code", 20, T, L, seed=4))
     # loss (computed in the grouped order, readout and cross-entropy fused) = the per-position loss of
@@ -214,28 +217,28 @@ def test_hidden_readout_loss_equals_the_weighted_cross_entropy_of_hidden_readout
 
     g = torch.Generator().manual_seed(3)
     W = torch.randn(5, 4, 11, generator=g, dtype=torch.float64, requires_grad=True)
-    HV = [torch.randn(s, generator=g, dtype=torch.float64, requires_grad=True)
-          for s in ((3, 5, 4), (3, 7, 5), (2, 3, 4), (2, 7, 3))]
-    bounds = (0, 3, 5)
+    H = torch.randn(5, 6, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    V = torch.randn(5, 7, 6, generator=g, dtype=torch.float64, requires_grad=True)
+    groups = ((0, 3, 3), (3, 5, 6))
     y = torch.randint(0, 7, (11,), generator=g)
     onehot = (y[None] == torch.arange(7)[:, None]).double()
     wt = torch.rand(11, generator=g, dtype=torch.float64)
     r = torch.randn(5, generator=g, dtype=torch.float64)
 
-    def fused(W, *HV):
-        return _HiddenReadoutLoss.apply(W, bounds, y, onehot, wt, *HV)
+    def fused(W, H, V):
+        return _HiddenReadoutLoss.apply(W, groups, y, onehot, wt, H, V)
 
-    def plain(W, *HV):
-        z = _HiddenReadout.apply(W, bounds, *HV)
+    def plain(W, H, V):
+        z = _HiddenReadout.apply(W, groups, H, V)
         return torch.stack([(torch.nn.functional.cross_entropy(z[i].t(), y, reduction="none") * wt).sum()
                             for i in range(5)])
 
-    torch.testing.assert_close(fused(W, *HV), plain(W, *HV), rtol=1e-14, atol=0)
-    mine = torch.autograd.grad((fused(W, *HV) * r).sum(), (W, *HV))
-    want = torch.autograd.grad((plain(W, *HV) * r).sum(), (W, *HV))
+    torch.testing.assert_close(fused(W, H, V), plain(W, H, V), rtol=1e-14, atol=0)
+    mine = torch.autograd.grad((fused(W, H, V) * r).sum(), (W, H, V))
+    want = torch.autograd.grad((plain(W, H, V) * r).sum(), (W, H, V))
     for a, b in zip(mine, want):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-13)
-    loss = fused(W, *HV).sum()
+    loss = fused(W, H, V).sum()
     loss.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="runs once"):
         loss.backward()
