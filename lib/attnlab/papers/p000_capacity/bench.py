@@ -7,12 +7,10 @@ torch.optim.Adam on the same contexts with the loss of App. A.1.
 
 from __future__ import annotations
 
-import time
-
 import torch
 from torch import nn
 
-from attnlab.core.benchmark import Workload
+from attnlab.core.benchmark import Workload, clock
 
 
 class PlainMaxQK(nn.Module):
@@ -54,15 +52,16 @@ def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
 
     from .models import MaxOverHeadsQK, init_weights
 
-    rows = _rows(cfg, idx)
+    rows, dev = _rows(cfg, idx), cfg.get("device", "cpu")
     model = MaxOverHeadsQK(cfg["d"], [(h, D) for h, D, _ in rows],
-                           [init_weights(cfg["d"], h, D, cfg["m"], s) for h, D, s in rows])
+                           [init_weights(cfg["d"], h, D, cfg["m"], s) for h, D, s in rows], dev)
     params = [model.W_Q, model.W_K, model.tau]
     opt = MaskedAdam(params)
     R = len(rows)
-    active = torch.ones(R, dtype=torch.bool)
-    lr = torch.full((R,), cfg["lr"])
-    start = time.process_time()
+    active = torch.ones(R, dtype=torch.bool, device=dev)
+    lr = torch.full((R,), cfg["lr"], device=dev)
+    tick = clock(dev)
+    start = tick()
     for step in range(steps):
         Xc, y = batches[step]
         loss = model.loss(Xc, y, cfg["alpha"])
@@ -70,23 +69,24 @@ def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
             p.grad = None
         loss.sum().backward()
         opt.step(lr, active)
-    return time.process_time() - start
+    return tick() - start
 
 
 def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
     from .models import init_weights, rgr_loss
 
-    h, D_K, seed = row
-    model = PlainMaxQK(*init_weights(cfg["d"], h, D_K, cfg["m"], seed), h)
+    (h, D_K, seed), dev = row, cfg.get("device", "cpu")
+    model = PlainMaxQK(*init_weights(cfg["d"], h, D_K, cfg["m"], seed), h).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
-    start = time.process_time()
+    tick = clock(dev)
+    start = tick()
     for step in range(steps):
         Xc, y = batches[step]
         loss = rgr_loss(model(Xc)[None], y, cfg["alpha"])[0]
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    return time.process_time() - start
+    return tick() - start
 
 
 def workloads(steps: int) -> list[Workload]:

@@ -17,6 +17,7 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
 
 from attnlab.core.replica import ReplicaModule, replica_generator
 from attnlab.core.train import MaskedAdam
@@ -198,6 +199,7 @@ class _MaxQKLoss(torch.autograd.Function):
         return loss
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, gout):
         QKt, X2, mask, sig, coef = ctx.saved_tensors
         model, n, ell, R, D, n_sub = ctx.plan
@@ -205,7 +207,7 @@ class _MaxQKLoss(torch.autograd.Function):
         nl, C = X2.shape[0], n_sub * w
         Gm = (sig * coef).mul_(gout[:, None])  # dloss/dM, (R, L)
         dtau = Gm.sum(1, keepdim=True).neg_()
-        if float(mask.sum()) > Gm.numel():  # ties: split evenly, as amax's backward
+        if Gm.is_cuda or float(mask.sum()) > Gm.numel():  # ties: split evenly, as amax's backward (no sync on a GPU)
             Gm = Gm / mask.new_zeros(Gm.shape).index_add_(0, h2r, mask)
         Gh = Gm.index_select(0, h2r).mul_(mask)  # (n_heads, L)
         G = (Gh.index_select(0, model._sub_head) if n_sub > n_heads else Gh).view(n_sub, n, ell, ell)

@@ -247,3 +247,16 @@ def test_fused_loss_padding_gets_no_gradient_and_labels_must_be_bool():
         pass
     else:
         raise AssertionError("float labels were accepted")
+
+
+def test_fused_loss_refuses_a_second_order_backward():
+    d, specs = 4, [(2, 4)]
+    model = M.MaxOverHeadsQK(d, specs, [M.init_weights(d, h, D, 10, 0) for h, D in specs])
+    loss = model.loss(torch.randn(1, 5, d), torch.rand(1, 5, 5) < 0.5, 10.0).sum()
+    (g,) = torch.autograd.grad(loss, model.W_Q, create_graph=True)
+    try:
+        g.sum().backward()
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("a second backward through the fused loss ran")
