@@ -128,30 +128,31 @@ def _group_backward(W, H, V, a, gy, gW, gH, gV) -> None:
 
 class _HiddenReadoutLoss(torch.autograd.Function):
     """loss_r = Σ_n w_n (log Σ_c exp y_rcn − y_r,t_n,n) with y = V ReLU(H W) per group of replicas
-    (`_HiddenReadout`'s y and groups; targets t [N], one-hot T1 [C, N] = [c = t_n], weights w [N])
-    -> [R]: the readout and the cross-entropy in one function, group by group (a group's logits stay
-    in cache), the logits never gathered into one tensor. Backward: ∂loss_r/∂y_rcn = w_n
-    (softmax_c(y_r·n) − [c = t_n]), written out (exp(y − max) kept from the forward and normalised
-    in place, so it runs once), then `_HiddenReadout`'s backward."""
+    (`_HiddenReadout`'s y and groups) -> [R], given the weighted one-hot labels O [C, N],
+    O_cn = w_n [c = t_n], and the weights w [N]: the readout and the cross-entropy in one function,
+    group by group (a group's logits stay in cache), the logits never gathered into one tensor.
+    With m_rn = max_c y_rcn: loss_r = Σ_n w_n (log Σ_c exp(y_rcn − m_rn) + m_rn) − Σ_cn O_cn y_rcn,
+    the label term one matrix-vector product. Backward: ∂loss_r/∂y_rcn = w_n softmax_c(y_r·n) − O_cn,
+    written out (exp(y − m) kept from the forward and normalised in place, so it runs once), then
+    `_HiddenReadout`'s backward."""
 
     @staticmethod
-    def forward(ctx, W: torch.Tensor, groups: tuple, targets: torch.Tensor, onehot: torch.Tensor,
-                weights: torch.Tensor, H: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, W: torch.Tensor, groups: tuple, labels: torch.Tensor, weights: torch.Tensor,
+                H: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
         R, K, N = W.shape
         losses = torch.empty(R, dtype=W.dtype, device=W.device)
-        idx = targets.view(1, 1, N)
         saved = []
         for lo, hi, k in groups:
             a = torch.bmm(H[lo:hi, :k], W[lo:hi]).relu_()
             y = torch.bmm(V[lo:hi, :, :k], a)  # [R_g, C, N]
-            y.sub_(y.amax(1, keepdim=True))  # y − max
-            pick = y.gather(1, idx.expand(hi - lo, 1, N)).squeeze(1)
-            e = y.exp_()
+            picked = torch.mv(y.view(hi - lo, -1), labels.view(-1))  # Σ_n w_n y_t_n,n
+            mx = y.amax(1, keepdim=True)
+            e = y.sub_(mx).exp_()
             s = e.sum(1)  # [R_g, N]
-            torch.mv(s.log().sub_(pick), weights, out=losses[lo:hi])  # log Σ exp(y − max) − (y_t − max)
+            torch.mv(s.log().add_(mx.squeeze(1)), weights, out=losses[lo:hi]).sub_(picked)
             saved += [a, e, s]
         ctx.groups, ctx.spent = groups, False
-        ctx.save_for_backward(W, onehot, weights, H, V, *saved)
+        ctx.save_for_backward(W, labels, weights, H, V, *saved)
         return losses
 
     @staticmethod
@@ -159,17 +160,16 @@ class _HiddenReadoutLoss(torch.autograd.Function):
         if ctx.spent:
             raise RuntimeError("_HiddenReadoutLoss: the backward overwrites its saved tensors; it runs once")
         ctx.spent = True
-        W, onehot, weights, H, V, *acts = ctx.saved_tensors
+        W, labels, weights, H, V, *acts = ctx.saved_tensors
         gW = torch.empty_like(W) if ctx.needs_input_grad[0] else None
         gH, gV = torch.zeros_like(H), torch.zeros_like(V)
         for g, (lo, hi, k) in enumerate(ctx.groups):
             a, e, s = acts[3 * g:3 * g + 3]
-            gw = gl[lo:hi, None] * weights[None]  # [R_g, N]
-            gy = e.mul_((gw / s)[:, None])  # softmax · g w
-            gy.addcmul_(onehot, gw[:, None], value=-1)  # − [c = t] · g w
+            gy = e.mul_((gl[lo:hi, None] * weights[None] / s)[:, None])  # softmax · g w
+            gy.addcmul_(labels, gl[lo:hi, None, None], value=-1)  # − [c = t] · g w
             _group_backward(W[lo:hi], H[lo:hi, :k], V[lo:hi, :, :k], a, gy,
                             None if gW is None else gW[lo:hi], gH[lo:hi, :k], gV[lo:hi, :, :k])
-        return gW, None, None, None, None, gH, gV
+        return gW, None, None, None, gH, gV
 
 
 def _padded_width(p: int, P: int) -> int:
@@ -369,8 +369,8 @@ class ReplicaCounting(ReplicaModule):
     def _readout_loss(self, W: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """Σ_n w_n cross-entropy(logits of column n, targets n) [R] (grouped order) of the token-type
         weights W [R, T'+1, N] (grouped order), by `_HiddenReadoutLoss`."""
-        onehot = (targets[None] == torch.arange(self.L + 1, device=targets.device)[:, None]).to(W.dtype)
-        return _HiddenReadoutLoss.apply(W, self.groups, targets, onehot, weights, *self._grouped_weights())
+        labels = (targets[None] == torch.arange(self.L + 1, device=targets.device)[:, None]) * weights  # [C, N]
+        return _HiddenReadoutLoss.apply(W, self.groups, labels, weights, *self._grouped_weights())
 
     def logits_t(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits with the class axis second: [R, C, B, L] = [W2ᵀ, b2] ReLU(z), z = `hidden_t`

@@ -226,7 +226,7 @@ def test_hidden_readout_loss_equals_the_weighted_cross_entropy_of_hidden_readout
     r = torch.randn(5, generator=g, dtype=torch.float64)
 
     def fused(W, H, V):
-        return _HiddenReadoutLoss.apply(W, groups, y, onehot, wt, H, V)
+        return _HiddenReadoutLoss.apply(W, groups, onehot * wt, wt, H, V)
 
     def plain(W, H, V):
         z = _HiddenReadout.apply(W, groups, H, V)
