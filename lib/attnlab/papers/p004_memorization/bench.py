@@ -7,13 +7,12 @@ The plain baseline is the one-layer attention-only Transformer of Eqs. 1-2 writt
 from __future__ import annotations
 
 import math
-import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.core.benchmark import Workload
+from attnlab.core.benchmark import Workload, clock
 
 
 class PlainAoT(nn.Module):
@@ -63,19 +62,22 @@ def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
 
     from .models import AoTConfig, ReplicaAoT
 
-    model = ReplicaAoT([AoTConfig(cfg["N"], cfg["S"], d, dh, H, s) for d, dh, H, s in _rows(cfg, idx)])
-    start = time.process_time()
+    dev = cfg.get("device", "cpu")
+    model = ReplicaAoT([AoTConfig(cfg["N"], cfg["S"], d, dh, H, s) for d, dh, H, s in _rows(cfg, idx)], device=dev)
+    tick = clock(dev)
+    start = tick()
     train_replicas(model, iter(batches), steps, _lr(cfg, steps), progress=False)
-    return time.process_time() - start
+    return tick() - start
 
 
 def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
-    d, d_h, H, seed = row
+    (d, d_h, H, seed), dev = row, cfg.get("device", "cpu")
     torch.manual_seed(seed)
-    model = PlainAoT(cfg["N"], cfg["S"], d, d_h, H)
+    model = PlainAoT(cfg["N"], cfg["S"], d, d_h, H).to(dev)
     lr = _lr(cfg, steps)
     opt = torch.optim.Adam(model.parameters(), lr=lr(0), betas=tuple(cfg["betas"]), eps=cfg["eps"])
-    start = time.process_time()
+    tick = clock(dev)
+    start = tick()
     for step in range(steps):
         x, y = batches[step]
         loss = F.cross_entropy(model(x), y)
@@ -84,7 +86,7 @@ def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
         for g in opt.param_groups:
             g["lr"] = lr(step)
         opt.step()
-    return time.process_time() - start
+    return tick() - start
 
 
 def workloads(steps: int) -> list[Workload]:

@@ -38,6 +38,7 @@ from attnlab.core.replica import replica_generator, ReplicaModule, uniform_init
 from .heads import PackedHeads
 
 PARAMS = ("paper", "repo")
+MASKED = ("C", "Dec")  # parameters the forward reads masked (ReplicaAoT.w)
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,17 @@ class ReplicaAoT(ReplicaModule):
             self.place("W_1", r, uniform_init(gen, (c.mlp_width, c.d), c.d))
             self.place("b_1", r, uniform_init(gen, (c.mlp_width,), c.d))
             self.place("W_2", r, uniform_init(gen, (c.d, c.mlp_width), c.mlp_width))
+
+    def w(self, name: str) -> torch.Tensor:
+        """Parameter `name` as the forward reads it: the parameter itself, except C and Dec (masked, `ReplicaModule.w`).
+
+        Multiplying by the 0/1 mask changes nothing here, so it is skipped: the padded entries are zero
+        at initialisation (`add`, `place`) and their gradient is exactly zero, since each of them meets
+        only zero weights, zero inputs (padded dimensions of x and of the residual) or table rows that no
+        packed head reads, so Adam leaves them zero (m = v = 0, step 0) and training is bit for bit the
+        masked model's (models_test.py). C and Dec stay masked: a d = d_h replica trains none of their
+        entries (fixed identities stand in) although its gradient there is not zero."""
+        return super().w(name) if name in MASKED else getattr(self, name)
 
     def _heads(self, x_tab: torch.Tensor, tokens: torch.Tensor, skip: torch.Tensor) -> torch.Tensor:
         """skip [R*E,B] + the sum over each replica's heads of W_O^h W_V^h A^h over the token table

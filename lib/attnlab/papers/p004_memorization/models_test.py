@@ -2,7 +2,7 @@ import itertools
 
 import torch
 
-from attnlab.core.train import linear_lr, train_replicas
+from attnlab.core.train import linear_lr, replica_cross_entropy, train_replicas
 from attnlab.papers.p004_memorization.models import AoTConfig, ReplicaAoT
 from attnlab.papers.p004_memorization.tasks import full_batches, lookup_table_task, paper_batches
 
@@ -233,3 +233,30 @@ def test_distinct_sequences_and_a_batch_of_repeats_equal_the_rows_computed_one_b
         theirs = torch.autograd.grad((ref * probe).sum(), params)
         for a, b in zip(ours, theirs):
             assert torch.allclose(a, b, rtol=0, atol=1e-12)
+
+
+def test_unmasked_parameters_train_bit_for_bit_as_masked_and_their_padding_stays_zero(monkeypatch):
+    """ReplicaAoT.w skips the 0/1 mask (but for C and Dec): padded entries get exactly zero gradient and stay
+    zero, and every parameter after training equals, bit for bit, that of the model read through the masks."""
+    from attnlab.core.replica import ReplicaModule
+
+    tokens, targets = lookup_table_task(N)
+    for configs in (SIXTEEN, MLP, REPO):
+        models = []
+        for masked in (False, True):
+            if masked:
+                monkeypatch.setattr(ReplicaAoT, "w", ReplicaModule.w)
+            model = ReplicaAoT(configs)  # float32, the sweeps' dtype
+            log = train_replicas(model, paper_batches(tokens, targets, 32, 4), 25, linear_lr(1e-2, 5e-4, 25),
+                                 progress=False)
+            models.append((model, log))
+            monkeypatch.undo()
+        (plain, log), (masked, log_m) = models
+        assert log.final_loss == log_m.final_loss
+        for name, p in plain.named_parameters():
+            assert torch.equal(p, getattr(masked, name)), name
+            assert not (p * (1 - getattr(plain, name + "_mask"))).any(), name  # padding still exactly zero
+        replica_cross_entropy(plain(tokens), targets).sum().backward()
+        for name, p in plain.named_parameters():
+            if name not in ("C", "Dec"):
+                assert not (p.grad * (1 - getattr(plain, name + "_mask"))).any(), name  # zero gradient on padding
