@@ -242,3 +242,27 @@ def test_hidden_readout_loss_equals_the_weighted_cross_entropy_of_hidden_readout
     loss.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="runs once"):
         loss.backward()
+
+
+def test_count_softmax_equals_softmax_of_scores_plus_log_counts():
+    """`_CountSoftmax` = softmax_t(S + log n) + O and its gradient (autograd of the log form, float64),
+    with absent types (n = 0), one of them scoring far above the present ones (no overflow, no NaN)."""
+    from .models import _CountSoftmax
+
+    g = torch.Generator().manual_seed(4)
+    S = (3 * torch.randn(3, 5, 12, generator=g, dtype=torch.float64))
+    n = torch.randint(0, 3, (5, 12), generator=g).double()
+    n[0] = 1  # every column has a type present
+    n[4] = 0
+    S[:, 4] = 1e3  # an absent type far above the others
+    S.requires_grad_()
+    O = torch.rand(5, 12, generator=g, dtype=torch.float64)
+    r = torch.randn(3, 5, 12, generator=g, dtype=torch.float64)
+    mine = _CountSoftmax.apply(S, n, O)
+    want = torch.softmax(S + n.log(), 1) + O
+    assert torch.isfinite(mine).all()
+    torch.testing.assert_close(mine, want, rtol=0, atol=1e-15)
+    (gm,) = torch.autograd.grad((mine * r).sum(), S)
+    (gw,) = torch.autograd.grad((want * r).sum(), S)
+    torch.testing.assert_close(gm, gw, rtol=0, atol=1e-14)
+    assert (gm[:, 4] == 0).all()
