@@ -19,15 +19,18 @@ from .progress import tqdm
 
 
 class MaskedAdam:
-    """Adam (Kingma & Ba 2015, as in torch.optim.Adam) over parameters with a leading replica axis.
+    """Adam (Kingma & Ba 2015) over parameters with a leading replica axis: each replica is updated
+    exactly as torch.optim.Adam(fused=True) updates that replica alone, with its own learning rate,
+    step count and *active* mask (an inactive replica's parameters, moments and step count do not change).
 
-    The moments of all parameters live in one replica-major buffer each, [R, K] with K the parameter
-    count of one (padded) replica (`m`, `v` are lists of views into it, so a checkpoint can read and
-    restore them in place). A step is a dozen operations on these buffers whatever the number of
-    parameters: the gradients are gathered by one `cat`, the per-replica scalars (learning rate,
-    bias corrections, active mask) broadcast as [R, 1] columns, and one multi-tensor subtraction
-    writes the update back. Every element sees the float operations of the per-parameter update
-    in the same order, so the result is bit for bit the per-parameter loop's (train_test.py)."""
+    Per element, with t its replica's step count: m ← b1 m + (1 − b1) g; v ← b2 v + (1 − b2) g²;
+    p ← p − (lr / (1 − b1^t)) m / (√v / √(1 − b2^t) + eps).
+
+    A step is torch's fused Adam kernel (`torch._fused_adam_`: one pass over parameter, gradient and
+    both moments) on each run of consecutive replicas that share (learning rate, step count): one call
+    for a sweep whose replicas are all active at one learning rate, whatever the parameter count.
+    Bit for bit torch.optim.Adam(fused=True) on each replica alone (train_test.py). `m`, `v`: the
+    moments, one tensor per parameter (a checkpoint reads and restores them in place); `t`: [R] step counts."""
 
     def __init__(self, params, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         self.params = [p for p in params if p.requires_grad]
@@ -37,57 +40,45 @@ class MaskedAdam:
         R = p0.shape[0]
         if any(p.shape[0] != R or p.dtype != p0.dtype or p.device != p0.device for p in self.params):
             raise ValueError("MaskedAdam: every parameter needs the same leading replica axis, dtype and device")
+        if not all(p.is_contiguous() for p in self.params):  # the fused kernel reads memory in order
+            raise ValueError("MaskedAdam: every parameter must be contiguous")
         self.t = torch.zeros(R, dtype=p0.dtype, device=p0.device)
-        self._width = [p.numel() // R for p in self.params]
-        self._m = torch.zeros(R, sum(self._width), dtype=p0.dtype, device=p0.device)
-        self._v = torch.zeros_like(self._m)
-        self.m = self._views(self._m)
-        self.v = self._views(self._v)
-        # √v of a padded parameter is √0, which torch's CPU sqrt computes ~25× slower than √ of a normal
-        # float (measured on AVX-512; subnormals are slower still), so v is clamped up to the smallest
-        # normal float first. That changes only v below it (0 and subnormals), whose root becomes √tiny
-        # instead of something smaller: after the division by √(1 − b2^t) ≥ √(1 − b2) both are below
-        # half an ulp of eps (> eps 2^-25), so eps + either is eps and the step is bit for bit
-        # torch.sqrt's (train_test.py). Where eps is too small for that, plain sqrt.
-        tiny = torch.finfo(p0.dtype).smallest_normal
-        self._clamp = tiny if tiny ** 0.5 / (1 - self.b2) ** 0.5 < eps * 2.0 ** -25 else None
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+        self._runs_cache: dict[tuple, list] = {}
 
-    def _sqrt(self, v: torch.Tensor) -> torch.Tensor:
-        """√v of the second moments (≥ 0), with v clamped up to the smallest normal float where that is exact."""
-        if self._clamp is None:
-            return v.sqrt()
-        return v.clamp_min(self._clamp).sqrt_()
-
-    def _views(self, buf: torch.Tensor) -> list[torch.Tensor]:
-        """Each parameter's block of an [R, K] buffer, viewed in the parameter's shape."""
-        return [c.view(p.shape) for c, p in zip(buf.split(self._width, dim=1), self.params)]
+    def _lists(self, runs: tuple[tuple[int, int], ...]) -> list[list[torch.Tensor]]:
+        """[params, grads, m, v] as the slices [a, a + n) of every parameter, run by run."""
+        key = runs
+        if key not in self._runs_cache:
+            if len(self._runs_cache) > 64:
+                self._runs_cache.clear()
+            self._runs_cache[key] = [[x.narrow(0, a, n) for a, n in runs for x in xs]
+                                     for xs in (self.params, self.m, self.v)]
+        ps, ms, vs = self._runs_cache[key]
+        grads = [p.grad if p.grad.is_contiguous() else p.grad.contiguous() for p in self.params]
+        gs = [g.narrow(0, a, n) for a, n in runs for g in grads]
+        return [ps, gs, ms, vs]
 
     @torch.no_grad()
     def step(self, lr: torch.Tensor, active: torch.Tensor) -> None:
-        """lr: [R] learning rates; active: [R] bools. Inactive replicas are left exactly as they are.
-
-        Per element, with t its replica's step count: m ← b1 m + (1 − b1) g; v ← b2 v + ((1 − b2) g) g;
-        p ← p − (lr / (1 − b1^t)) m / (√v / √(1 − b2^t) + eps)."""
-        act = active.to(self.t.dtype)
-        self.t += act
-        t = self.t.clamp(min=1)
-        bc1, bc2 = 1 - self.b1 ** t, 1 - self.b2 ** t
-        R = self.t.shape[0]
-        g = torch.cat([p.grad.reshape(R, -1) for p in self.params], dim=1)
-        m, v = self._m, self._v
-        all_active = bool(active.all())
-        if all_active:  # the common case: in place, no selection
-            m.mul_(self.b1).add_(g * (1 - self.b1))
-            v.mul_(self.b2).add_((g * (1 - self.b2)).mul_(g))
-        else:
-            a = active.view(R, 1)
-            m.copy_(torch.where(a, self.b1 * m + (1 - self.b1) * g, m))
-            v.copy_(torch.where(a, self.b2 * v + (1 - self.b2) * g * g, v))
-        denom = self._sqrt(v).div_(bc2.sqrt().view(R, 1)).add_(self.eps)
-        update = ((lr / bc1).view(R, 1) * m).div_(denom)
-        if not all_active:
-            update = torch.where(a, update, torch.zeros((), dtype=update.dtype, device=update.device))
-        torch._foreach_sub_(self.params, self._views(update))
+        """lr: [R] learning rates; active: [R] bools. Inactive replicas are left exactly as they are."""
+        self.t += active.to(self.t.dtype)
+        groups: dict[tuple[float, float], list[tuple[int, int]]] = {}
+        last, start = None, 0
+        # one read of (active, lr, t) per step (on a GPU one synchronisation), float64: exact for both dtypes
+        keys = [(a != 0, l, t) for a, l, t in torch.stack([active.to(torch.float64), lr.to(torch.float64),
+                                                           self.t.to(torch.float64)], 1).tolist()]
+        for r, key in enumerate(keys + [None]):  # runs of consecutive active replicas with one (lr, t)
+            if key != last:
+                if last is not None and last[0]:
+                    groups.setdefault(last[1:], []).append((start, r - start))
+                last, start = key, r
+        for (lr_r, t_r), runs in groups.items():
+            ps, gs, ms, vs = self._lists(tuple(runs))
+            step = torch.full((), t_r, dtype=torch.float32, device=self.t.device)
+            torch._fused_adam_(ps, gs, ms, vs, [], [step] * len(ps), lr=lr_r, beta1=self.b1, beta2=self.b2,
+                               weight_decay=0.0, eps=self.eps, amsgrad=False, maximize=False)
 
 
 def linear_lr(start: float, end: float, steps: int, steps_per_epoch: int = 1) -> Callable[[int], float]:

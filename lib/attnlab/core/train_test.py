@@ -85,58 +85,62 @@ def test_linear_lr_follows_torch_linearlr_semantics():
     assert lr(10_000) == pytest.approx(5e-4)
 
 
-def _adam_loop_reference(params, grads, state, lr, active, betas=(0.9, 0.999), eps=1e-8):
-    """The per-parameter masked Adam step (the form MaskedAdam had before its flat buffers)."""
-    b1, b2 = betas
-    state["t"] += active.to(state["t"].dtype)
-    t = state["t"].clamp(min=1)
-    bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
-    for i, (p, g) in enumerate(zip(params, grads)):
-        shape = (-1,) + (1,) * (p.dim() - 1)
-        a = active.view(shape)
-        m, v = state["m"][i], state["v"][i]
-        m.copy_(torch.where(a, b1 * m + (1 - b1) * g, m))
-        v.copy_(torch.where(a, b2 * v + (1 - b2) * g * g, v))
-        denom = (v.sqrt() / bc2.sqrt().view(shape)) + eps
-        p.sub_(torch.where(a, (lr / bc1).view(shape) * m / denom, torch.zeros((), dtype=p.dtype)))
-
-
-@pytest.mark.parametrize("eps", [1e-9, 1e-30])  # 1e-30: too small for the zero-safe sqrt, plain sqrt
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_flat_masked_adam_is_the_per_parameter_loop_bit_for_bit(dtype, eps):
+def test_masked_adam_is_torch_fused_adam_on_each_replica_alone_bit_for_bit(dtype):
+    """Each replica, with its own learning rate and active steps, equals torch.optim.Adam(fused=True)
+    stepping that replica's parameters alone; padded (zero-gradient) and tiny gradients included."""
     g = torch.Generator().manual_seed(3)
-    shapes = [(4, 3, 5), (4, 7), (4, 2, 2, 3), (4,)]
+    R, shapes = 5, [(5, 3, 5), (5, 7), (5, 2, 2, 3), (5,)]
     params = [torch.randn(s, generator=g, dtype=dtype).requires_grad_() for s in shapes]
-    ref = [p.detach().clone() for p in params]
-    state = {"t": torch.zeros(4, dtype=dtype), "m": [torch.zeros_like(p) for p in ref],
-             "v": [torch.zeros_like(p) for p in ref]}
-    opt = MaskedAdam(params, betas=(0.9, 0.98), eps=eps)
-    assert (opt._clamp is None) == (eps == 1e-30 and dtype == torch.float32)  # float64's tiny is far smaller
-    lr = torch.tensor([1e-3, 3e-3, 1e-2, 3e-2], dtype=dtype)
+    alone = [[p.detach()[r].clone().requires_grad_() for p in params] for r in range(R)]
+    lr = torch.tensor([1e-3, 3e-3, 1e-3, 1e-3, 3e-2], dtype=dtype)  # replicas 2, 3 share one: one run
+    refs = [torch.optim.Adam(alone[r], lr=float(lr[r]), betas=(0.9, 0.98), eps=1e-9, fused=True) for r in range(R)]
+    opt = MaskedAdam(params, betas=(0.9, 0.98), eps=1e-9)
     for step in range(12):
-        active = torch.tensor([True, step < 6, step % 3 != 0, True])
+        active = torch.tensor([True, step < 6, step % 3 != 0, True, step % 2 == 0])
         grads = [torch.randn(s, generator=g, dtype=dtype) for s in shapes]
         grads[0][:, 1] = 0  # a padded column: v stays exactly 0
         grads[0][:, 2, :2] = 1e-21 if step % 2 else 0  # v subnormal in float32
         for p, gr in zip(params, grads):
             p.grad = gr.clone()
         opt.step(lr, active)
-        with torch.no_grad():
-            _adam_loop_reference(ref, grads, state, lr, active, betas=(0.9, 0.98), eps=eps)
-        for p, r in zip(params, ref):
-            assert torch.equal(p.detach(), r)
-    for a, b in zip(opt.m + opt.v, state["m"] + state["v"]):
-        assert torch.equal(a, b)
-    assert torch.equal(opt.t, state["t"])
+        for r in range(R):
+            if active[r]:
+                for a, gr in zip(alone[r], grads):
+                    a.grad = gr[r].clone()
+                refs[r].step()
+        for r in range(R):
+            for p, a in zip(params, alone[r]):
+                assert torch.equal(p.detach()[r], a.detach()), (step, r)
+    for r in range(R):
+        state = [refs[r].state[a] for a in alone[r]]
+        for i, st in enumerate(state):
+            assert torch.equal(opt.m[i][r], st["exp_avg"]) and torch.equal(opt.v[i][r], st["exp_avg_sq"])
+            assert opt.t[r] == st["step"]
 
 
 def test_masked_adam_moments_are_views_a_checkpoint_can_restore_in_place():
     params = [torch.zeros(2, 3, requires_grad=True), torch.zeros(2, 4, requires_grad=True)]
     opt = MaskedAdam(params)
     opt.m[1].copy_(torch.ones(2, 4))
-    assert opt._m[:, 3:].eq(1).all() and opt._m[:, :3].eq(0).all()
+    params[0].grad, params[1].grad = torch.zeros(2, 3), torch.zeros(2, 4)
+    opt.step(torch.full((2,), 1e-3), torch.tensor([True, True]))
+    assert opt.m[1].eq(0.9).all() and opt.m[0].eq(0).all()  # the restored moment is the one stepped
     with pytest.raises(ValueError, match="replica axis"):
         MaskedAdam([torch.zeros(2, 3, requires_grad=True), torch.zeros(3, 3, requires_grad=True)])
+    with pytest.raises(ValueError, match="contiguous"):
+        MaskedAdam([torch.zeros(3, 2).t().requires_grad_()])
+
+
+def test_masked_adam_reads_a_non_contiguous_gradient_in_its_own_layout():
+    p = torch.randn(4, 6, requires_grad=True)
+    q = p.detach().clone().requires_grad_()
+    g = torch.randn(6, 4).t()  # a transposed gradient (torch's fused kernel alone would read it in memory order)
+    p.grad, q.grad = g, g.contiguous()
+    a, b = MaskedAdam([p]), MaskedAdam([q])
+    for opt in (a, b):
+        opt.step(torch.full((4,), 0.1), torch.ones(4, dtype=torch.bool))
+    assert torch.equal(p, q)
 
 
 def test_replica_cross_entropy_and_its_written_out_gradient_equal_torch_cross_entropy():
