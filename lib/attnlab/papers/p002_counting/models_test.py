@@ -266,3 +266,30 @@ def test_count_softmax_equals_softmax_of_scores_plus_log_counts():
     (gw,) = torch.autograd.grad((want * r).sum(), S)
     torch.testing.assert_close(gm, gw, rtol=0, atol=1e-14)
     assert (gm[:, 4] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_hidden_readout_loss_with_classes_far_below_the_best(dtype):
+    """Logits 100s apart (exp(y − max) floored at e^−70, `_EXP_FLOOR`): loss and gradient = torch's
+    cross-entropy of the same logits, finite."""
+    from .models import _HiddenReadout, _HiddenReadoutLoss
+
+    g = torch.Generator().manual_seed(5)
+    W = torch.rand(2, 3, 50, generator=g, dtype=dtype, requires_grad=True)
+    H = torch.rand(2, 4, 3, generator=g, dtype=dtype, requires_grad=True)
+    V = (300 * torch.randn(2, 7, 4, generator=g, dtype=dtype)).requires_grad_()
+    groups = ((0, 2, 4),)
+    y = torch.randint(0, 7, (50,), generator=g)
+    wt = torch.full((50,), 1 / 50, dtype=dtype)
+    onehot = (y[None] == torch.arange(7)[:, None]).to(dtype)
+    z = _HiddenReadout.apply(W, groups, H, V)
+    assert (z - z.amax(1, keepdim=True)).min() < -200  # the floor is used
+    want = torch.stack([torch.nn.functional.cross_entropy(z[i].t(), y) for i in range(2)])
+    mine = _HiddenReadoutLoss.apply(W, groups, onehot * wt, wt, H, V)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(mine, want, rtol=tol, atol=0)
+    gm = torch.autograd.grad(mine.sum(), (W, H, V))
+    gw = torch.autograd.grad(want.sum(), (W, H, V))
+    for a, b in zip(gm, gw):
+        assert torch.isfinite(a).all()
+        torch.testing.assert_close(a, b, rtol=tol, atol=tol * b.abs().max().item())
