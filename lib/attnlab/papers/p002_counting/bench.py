@@ -7,13 +7,11 @@ torch), trained one model at a time with torch.optim.Adam on the same batches.
 from __future__ import annotations
 
 import math
-import time
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.core.benchmark import Workload
+from attnlab.core.benchmark import Workload, clock
 
 GRID = [1, 2, 3, 4, 6, 8, 11, 16]  # the first 8 values of the paper's (d, p) grid (paper.GRID)
 
@@ -57,11 +55,14 @@ def _rows(cfg: dict, idx=None) -> list:
 def _train_batched(cfg: dict, batches: list, steps: int, idx=None) -> float:
     from .models import CountingConfig, ReplicaCounting, train_counting
 
-    model = ReplicaCounting([CountingConfig(cfg["variant"], cfg["T"], cfg["L"], d, p, s) for d, p, s in _rows(cfg, idx)])
-    start = time.process_time()  # the final eval runs on one batch (128 sequences): negligible
+    dev = cfg.get("device", "cpu")
+    model = ReplicaCounting([CountingConfig(cfg["variant"], cfg["T"], cfg["L"], d, p, s) for d, p, s in _rows(cfg, idx)],
+                            device=dev)
+    tick = clock(dev)
+    start = tick()  # the final eval runs on one batch (128 sequences): negligible
     train_counting(model, iter(batches), steps, lambda step: cfg["lr"], eval_set=batches[0],
                    betas=tuple(cfg["betas"]), eps=cfg["eps"])
-    return time.process_time() - start
+    return tick() - start
 
 
 def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
@@ -69,9 +70,11 @@ def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
 
     d, p, seed = row
     torch.manual_seed(seed)
-    model = PlainCounting(cfg["variant"], cfg["T"], cfg["L"], d, p)
+    dev = cfg.get("device", "cpu")
+    model = PlainCounting(cfg["variant"], cfg["T"], cfg["L"], d, p).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"], betas=tuple(cfg["betas"]), eps=cfg["eps"])
-    start = time.process_time()
+    tick = clock(dev)
+    start = tick()
     for step in range(steps):
         x = batches[step]
         logits, y = model(x), hist_torch(x)
@@ -79,7 +82,7 @@ def _train_plain(cfg: dict, batches: list, steps: int, row: list) -> float:
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    return time.process_time() - start
+    return tick() - start
 
 
 def workloads(steps: int) -> list[Workload]:
