@@ -163,6 +163,32 @@ def test_replica_cross_entropy_and_its_written_out_gradient_equal_torch_cross_en
         again.backward()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cross_entropy_of_logits_hundreds_apart_equals_torch_with_its_exp_floor(dtype):
+    """Classes far below the best (exp(z - max) floored at EXP_FLOOR): the loss equals torch's, the
+    gradient differs by less than 1e-30 per entry."""
+    from attnlab.core.train import EXP_FLOOR
+
+    g = torch.Generator().manual_seed(7)
+    base = torch.randn(2, 6, 30, generator=g, dtype=torch.float64)
+    base[:, 0] += 400  # every other class more than 70 below class 0
+    base[:, 3, :10] += 395  # a close runner-up in a third of the positions
+    y = torch.randint(0, 6, (30,), generator=g)
+    ours_in = base.to(dtype).requires_grad_()
+    ref_in = base.to(dtype).requires_grad_()
+    ours = replica_cross_entropy(ours_in.transpose(1, 2), y)
+    ref = torch.stack([torch.nn.functional.cross_entropy(ref_in[r].t(), y) for r in range(2)])
+    torch.testing.assert_close(ours, ref, rtol=1e-6 if dtype == torch.float32 else 1e-15, atol=0)
+    ours.sum().backward()
+    ref.sum().backward()
+    assert torch.isfinite(ours_in.grad).all()
+    tol = dict(rtol=1e-6, atol=1e-9) if dtype == torch.float32 else dict(rtol=0, atol=1e-16)
+    torch.testing.assert_close(ours_in.grad, ref_in.grad, **tol)
+    floored = base - base.amax(1, keepdim=True) < EXP_FLOOR
+    assert floored.float().mean() > 0.5  # the floor was reached, and there the gradient is off by < 1e-30
+    assert (ours_in.grad - ref_in.grad)[floored].abs().max() < 1e-30
+
+
 def test_accuracy_index_is_argmax_also_with_ties():
     x = torch.tensor([[[0.0, 1.0, 1.0], [2.0, 2.0, 2.0], [0.0, -1.0, 3.0]]])
     assert torch.equal(x.max(-1).indices, x.argmax(-1))

@@ -42,7 +42,7 @@ import torch
 from attnlab.core.hashing import derive_seed
 from attnlab.core.progress import tqdm
 from attnlab.core.replica import ReplicaModule, replica_generator, uniform_init
-from attnlab.core.train import MaskedAdam, class_axis_cross_entropy
+from attnlab.core.train import EXP_FLOOR, MaskedAdam, class_axis_cross_entropy
 
 from . import paper
 from .reference import VARIANTS, CountingWeights, has_bos, has_softmax, is_linear, n_params
@@ -126,16 +126,10 @@ def _group_backward(W, H, V, a, gy, gW, gH, gV) -> None:
         torch.bmm(H.transpose(1, 2), gz, out=gW)
 
 
-# exp(y − max) is evaluated at arguments >= −70: a smaller argument (a class that far below the
-# best one, common once a model is confident) makes exp's result, and its products in the
-# backward, subnormal floats or 0, slow special cases of torch's CPU exp and float arithmetic
-# (~25x and ~15x a normal input here; a 64-model sweep at lr 1e-2 slowed from 3.5 to 6.9 ms per
-# step by step 1,000 without this floor, 2.9 ms with it). exp(−70) ≈ 4e−31 in their place changes
-# the sum it enters (>= 1) by less than 1e−29 and the gradient by less than 1e−30 per entry,
-# below float32's resolution of the values it is added to (with the floor every element also takes
-# torch's vectorised exp: a vector holding a special value takes another path, whose results for
-# its normal elements can differ in the last bit)
-_EXP_FLOOR = -70.0
+# exp(y − max) is evaluated at arguments >= core.train.EXP_FLOOR (−70; why there): with the floor
+# every element also takes torch's vectorised exp (a vector holding a special value takes another
+# path, whose results for its normal elements can differ in the last bit)
+_EXP_FLOOR = EXP_FLOOR
 
 
 class _HiddenReadoutLoss(torch.autograd.Function):
