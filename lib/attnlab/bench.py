@@ -213,6 +213,13 @@ def main(argv=None) -> dict:
     if out and Path(out).exists() and args.only:  # a partial run updates the record
         old = json.loads(Path(out).read_text())
         record["workloads"], record["profiles"] = old.get("workloads", {}), old.get("profiles", {})
+    def write() -> None:  # after every workload: an interrupted run keeps what it measured
+        record["load_average_end"] = _load()
+        if out:
+            record["workloads"] = {k: record["workloads"][k] for k in workloads(steps) if k in record["workloads"]}
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            Path(out).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+
     for name, w in todo.items():
         res = run_workload(w, w.config["steps"], repeats, args.device, args.plain_sample)
         record["workloads"][name] = {"config": w.config, "describe": w.describe, **res, "load_average": _load()}
@@ -224,11 +231,9 @@ def main(argv=None) -> dict:
             record["profiles"][name] = profile_workload(w, w.config["steps"], device=args.device)
             for op in record["profiles"][name]["top_ops [name, calls, self_ms, share]"][:6]:
                 print(f"    {op[0]:<32} {op[1]:>7} calls {op[2]:>9.1f} ms {100 * op[3]:5.1f} %")
-    record["load_average_end"] = _load()
+        write()
+    write()
     if out:
-        record["workloads"] = {k: record["workloads"][k] for k in workloads(steps) if k in record["workloads"]}
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {out}")
     return record
 
