@@ -171,3 +171,41 @@ def test_the_benchmark_runs_headless_with_only_torch_and_numpy(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     rec = json.loads(out.read_text())
     assert rec["workloads"]["001 positional Transformers"]["models"] == 3
+
+
+def _gpu_record_problems(rec: dict) -> list[str]:
+    """What is inconsistent in a GPU record (results/bench/throughput-cuda.json): its device and clock,
+    each workload's configuration (the module's, widened to its model count) and its ratios."""
+    problems = []
+    if rec.get("clock") != "wall_time_synchronized" or not rec["machine"].get("device", "").startswith("cuda"):
+        problems.append("not a CUDA record timed in synchronized wall time")
+    now = bench.workloads()
+    for name, w in rec["workloads"].items():
+        if name not in now:
+            problems.append(f"{name}: no such workload now")
+            continue
+        wl = now[name] if w["models"] == 64 else now[name].with_models(w["models"])
+        if w["config"] != wl.config or w["single_model"] != wl.models[wl.single]:
+            problems.append(f"{name}: configuration differs from the module's")
+        if not 1 <= w.get("plain_timed_models", w["models"]) <= w["models"]:
+            problems.append(f"{name}: plain_timed_models out of range")
+        if abs(w["speedup"] - w["plain_s"] / w["batched_s"]) > 0.01 * w["speedup"] + 0.01:
+            problems.append(f"{name}: speedup is not plain_s / batched_s")
+    return problems
+
+
+def test_a_gpu_record_is_checked_for_device_clock_configuration_and_ratios(record):
+    """Checked on a GPU record made from the CPU one (no GPU was lent yet), and on the real one when it exists."""
+    gpu = json.loads(json.dumps(record))
+    gpu["machine"]["device"], gpu["clock"] = "cuda: NVIDIA H100", "wall_time_synchronized"
+    name = "000 max-over-heads QK"
+    w = gpu["workloads"][name]
+    w["config"] = bench.workloads()[name].with_models(1000).config
+    w["models"], w["plain_timed_models"] = 1000, 32
+    w["single_model"] = w["config"]["models [h, D_K, seed]"][bench.workloads()[name].single]
+    assert _gpu_record_problems(gpu) == []
+    w["speedup"] *= 2
+    assert _gpu_record_problems(gpu) == [f"{name}: speedup is not plain_s / batched_s"]
+    assert _gpu_record_problems(record) == ["not a CUDA record timed in synchronized wall time"]
+    if bench.GPU_RECORD.exists():
+        assert _gpu_record_problems(json.loads(bench.GPU_RECORD.read_text())) == []
