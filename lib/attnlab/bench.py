@@ -64,17 +64,22 @@ def workloads(steps: int = STEPS) -> dict[str, Workload]:
     return out
 
 
+def _on_device(w: Workload, steps: int, device: str) -> tuple[dict, list]:
+    """One torch thread; the workload's config (with "device" off the CPU) and its batches on the device."""
+    set_threads(1)
+    cfg = w.config if device == "cpu" else {**w.config, "device": device}
+    return cfg, to_device(w.batches(cfg, steps), device)
+
+
 def run_workload(w: Workload, steps: int, repeats: int, device: str = "cpu", plain_sample: int | None = None) -> dict:
     """min-of-`repeats` times of the batched program, the plain loop over all models (or over
     `plain_sample` of them, evenly spread, scaled to all), and one model both ways."""
-    set_threads(1)
-    cfg = w.config if device == "cpu" else {**w.config, "device": device}
+    cfg, batches = _on_device(w, steps, device)
     rows = w.models
     timed = list(range(len(rows)))
     if plain_sample and plain_sample < len(rows):
         timed = sorted({round(i * (len(rows) - 1) / (plain_sample - 1)) for i in range(plain_sample)}
                        if plain_sample > 1 else {w.single})
-    batches = to_device(w.batches(cfg, steps), device)
     w.train_batched(cfg, batches, min(steps, 5), [0, 1])  # warm-up (first-call costs)
     w.train_plain(cfg, batches, min(steps, 5), rows[0])
     batched = plain = single_batched = grouped = single_plain = float("inf")
@@ -101,10 +106,8 @@ def profile_workload(w: Workload, steps: int, top: int = 12, device: str = "cpu"
     """Where the program's time goes: torch.profiler's top ops by self CPU time (self CUDA time on a GPU)."""
     from torch.profiler import ProfilerActivity, profile
 
-    set_threads(1)
     cuda = device != "cpu"
-    cfg = w.config if not cuda else {**w.config, "device": device}
-    batches = to_device(w.batches(cfg, steps), device)
+    cfg, batches = _on_device(w, steps, device)
     w.train_batched(cfg, batches, min(steps, 5), [0, 1])
     with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
         w.train_batched(cfg, batches, steps, None)

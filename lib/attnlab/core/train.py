@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import torch
-import torch.nn.functional as F
 from .progress import tqdm
 
 
@@ -49,13 +48,12 @@ class MaskedAdam:
 
     def _lists(self, runs: tuple[tuple[int, int], ...]) -> list[list[torch.Tensor]]:
         """[params, grads, m, v] as the slices [a, a + n) of every parameter, run by run."""
-        key = runs
-        if key not in self._runs_cache:
+        if runs not in self._runs_cache:
             if len(self._runs_cache) > 64:
                 self._runs_cache.clear()
-            self._runs_cache[key] = [[x.narrow(0, a, n) for a, n in runs for x in xs]
-                                     for xs in (self.params, self.m, self.v)]
-        ps, ms, vs = self._runs_cache[key]
+            self._runs_cache[runs] = [[x.narrow(0, a, n) for a, n in runs for x in xs]
+                                      for xs in (self.params, self.m, self.v)]
+        ps, ms, vs = self._runs_cache[runs]
         grads = [p.grad if p.grad.is_contiguous() else p.grad.contiguous() for p in self.params]
         gs = [g.narrow(0, a, n) for a, n in runs for g in grads]
         return [ps, gs, ms, vs]

@@ -61,12 +61,19 @@ class MaxOverHeadsQK(ReplicaModule):
         dks = [D_K // h for h, D_K in specs]
         w_sub = min(sorted(set(dks)), key=lambda w: sum(h * -(-dk // w) * (w + 8) for (h, _), dk in zip(specs, dks)))
         cols, sub2head, head_idx = [], [], []
+        first, extra, extra_head = [], [], []  # the same sub-slots head-first, for the fused loss (below)
         n_heads = 0
         for r, ((h, D_K), dk) in enumerate(zip(specs, dks)):
             for k in range(h):
                 for j in range(-(-dk // w_sub)):
-                    cols += [r * D + k * dk + j * w_sub + t if j * w_sub + t < dk else self.R * D for t in range(w_sub)]
+                    rows = [r * D + k * dk + j * w_sub + t if j * w_sub + t < dk else self.R * D for t in range(w_sub)]
+                    cols += rows
                     sub2head.append(n_heads + k)
+                    if j == 0:
+                        first.append(rows)
+                    else:
+                        extra.append(rows)
+                        extra_head.append(n_heads + k)
             head_idx += [n_heads + k for k in range(h)] + [-1] * (H - h)
             n_heads += h
         self._w_sub, self._n_heads, self._H = w_sub, n_heads, H
@@ -80,18 +87,7 @@ class MaxOverHeadsQK(ReplicaModule):
         # The fused training loss (`loss`, `_MaxQKLoss`) lays the same sub-slots out head-first: sub-slot
         # i < n_heads is head i's first one, the others follow (summed into their head in place); its
         # rows index the per-column projections [Q rows (R D) | zero row | K rows (R D) | zero row].
-        first, extra, extra_head = [], [], []
-        for r, ((h, D_K), dk) in enumerate(zip(specs, dks)):
-            for k in range(h):
-                for j in range(-(-dk // w_sub)):
-                    rows = [r * D + k * dk + j * w_sub + t if j * w_sub + t < dk else self.R * D for t in range(w_sub)]
-                    if j == 0:
-                        first.append(rows)
-                    else:
-                        extra.append(rows)
-                        extra_head.append(len(first) - 1)
-        order = first + extra
-        q_rows = [i for rows in order for i in rows]
+        q_rows = [i for rows in first + extra for i in rows]
         RD, C = self.R * D, len(q_rows)
         self.register_buffer("_qk_rows", torch.tensor(q_rows + [i + RD + 1 for i in q_rows], device=self.device),
                              persistent=False)

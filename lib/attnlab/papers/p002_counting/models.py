@@ -129,7 +129,6 @@ def _group_backward(W, H, V, a, gy, gW, gH, gV) -> None:
 # exp(y − max) is evaluated at arguments >= core.train.EXP_FLOOR (−70; why there): with the floor
 # every element also takes torch's vectorised exp (a vector holding a special value takes another
 # path, whose results for its normal elements can differ in the last bit)
-_EXP_FLOOR = EXP_FLOOR
 
 
 class _HiddenReadoutLoss(torch.autograd.Function):
@@ -153,7 +152,7 @@ class _HiddenReadoutLoss(torch.autograd.Function):
             y = torch.bmm(V[lo:hi, :, :k], a)  # [R_g, C, N]
             picked = torch.mv(y.view(hi - lo, -1), labels.view(-1))  # Σ_n w_n y_t_n,n
             mx = y.amax(1, keepdim=True)
-            e = y.sub_(mx).clamp_min_(_EXP_FLOOR).exp_()
+            e = y.sub_(mx).clamp_min_(EXP_FLOOR).exp_()
             s = e.sum(1)  # [R_g, N]
             torch.mv(s.log().add_(mx.squeeze(1)), weights, out=losses[lo:hi]).sub_(picked)
             saved += [a, e, s]
@@ -182,7 +181,7 @@ class _CountSoftmax(torch.autograd.Function):
     """W = softmax_t(S_t + log n_t) + O over axis 1 (S [R, T, N], counts n [T, N] >= 0 with a
     positive entry in every column, O [T, N] a constant), computed as n e^(S − m) / Σ_t n e^(S − m)
     with m the max of S over the types present (n > 0), so the exponents are <= 0 (and floored at
-    `_EXP_FLOOR`) and an absent
+    `EXP_FLOOR`) and an absent
     type's term is 0 · e^(min(S − m, 0)) = 0: no log 0 = −∞ and no exp(−∞), slow special cases of
     torch's CPU log and exp (~40x and ~8x a normal input here). Backward (softmax p = W − O):
     ∂/∂S = p ⊙ (g − Σ_t p g), written out."""
@@ -190,7 +189,7 @@ class _CountSoftmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, S: torch.Tensor, counts: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
         m = S.masked_fill(counts == 0, -math.inf).amax(1, keepdim=True)  # [R, 1, N]
-        e = torch.sub(S, m).clamp_(_EXP_FLOOR, 0).exp_().mul_(counts)  # floored as in `_HiddenReadoutLoss`
+        e = torch.sub(S, m).clamp_(EXP_FLOOR, 0).exp_().mul_(counts)  # floored as in `_HiddenReadoutLoss`
         p = e.div_(e.sum(1, keepdim=True))
         ctx.save_for_backward(p)
         return p + onehot

@@ -270,7 +270,7 @@ def test_count_softmax_equals_softmax_of_scores_plus_log_counts():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_hidden_readout_loss_with_classes_far_below_the_best(dtype):
-    """Logits 100s apart (exp(y − max) floored at e^−70, `_EXP_FLOOR`): loss and gradient = torch's
+    """Logits 100s apart (exp(y − max) floored at e^−70, `core.train.EXP_FLOOR`): loss and gradient = torch's
     cross-entropy of the same logits, finite."""
     from .models import _HiddenReadout, _HiddenReadoutLoss
 
