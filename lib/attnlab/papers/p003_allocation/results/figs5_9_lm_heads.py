@@ -56,6 +56,12 @@ PRESETS = {
 }
 
 
+# Seeds of one CI-scale model differ in validation CE by up to 0.09 nats (measured 2026-11-27: 3 seeds of each
+# of the 7 models of the ci preset, widest spread 0.087 nats, at 2 x 8): a step of the Fig. 5 curve or a Fig. 9
+# gap smaller than this cannot tell a falling curve from a flat one.
+SEED_SPREAD = 0.09
+
+
 def sweeps(cfg: dict) -> dict[str, list[tuple[int, int]]]:
     """(heads, head dimension) of each sweep: Fig. 5, Fig. 9 sweep 1 (head dimension varied),
     Fig. 9 sweep 2 (number of heads varied)."""
@@ -140,15 +146,17 @@ def fig5_curve(result: dict) -> tuple[list[int], list[float]]:
 
 
 def diminishing(result: dict) -> dict:
-    """The Fig. 5 shape: the largest rise of CE along increasing head dimension (0 if monotone),
+    """The Fig. 5 shape: the largest rise of CE along increasing head dimension (0 if monotone), the
+    smallest fall (negative if it rises somewhere),
     the gain over the lower half of the head dimensions and over the upper half (split at the
     middle entry), and the CE gap between a 4x narrower head and the widest."""
     k, ce = fig5_curve(result)
     ce = np.array(ce)
     m = len(ce) // 2
     rise = float(max(0.0, np.max(ce[1:] - ce[:-1]))) if len(ce) > 1 else 0.0
+    fall = float(np.min(ce[:-1] - ce[1:])) if len(ce) > 1 else 0.0
     quarter = [i for i, x in enumerate(k) if 4 * x == k[-1]]
-    return {"rise": rise, "low_gain": float(ce[0] - ce[m]), "high_gain": float(ce[m] - ce[-1]), "mid": k[m],
+    return {"rise": rise, "fall": fall, "low_gain": float(ce[0] - ce[m]), "high_gain": float(ce[m] - ce[-1]), "mid": k[m],
             "quarter_gap": float(ce[quarter[0]] - ce[-1]) if quarter else None, "widest": k[-1]}
 
 
@@ -164,10 +172,18 @@ def claims(result: dict) -> ClaimsTable:
     s = diminishing(result)
     k, ce = fig5_curve(result)
     t = ClaimsTable()
-    t.add("1", "Fig. 5: validation loss falls as the head dimension grows", paper="decreasing",
-          ours=f"largest rise {s['rise']:.3f} nats", holds=s["rise"] <= 0.05,
-          tolerance="rises <= 0.05 nats (two seeds differ by up to 0.07 at CI)",
-          asserted=True, source="figure")
+    steps = ", ".join(f"{b - a:+.3f}" for a, b in zip(ce[:-1], ce[1:]))
+    txt1 = f"Fig. 5: validation loss falls at every step of the head dimension ({' -> '.join(map(str, k))})"
+    if s["rise"] > SEED_SPREAD:  # a rise beyond what a seed moves a model: the claim fails
+        t.add("1", txt1, paper="decreasing", ours=f"changes {steps} nats", holds=False,
+              tolerance=f"no rise > {SEED_SPREAD} nats (the seed spread)", asserted=True, source="figure")
+    elif s["fall"] > SEED_SPREAD:
+        t.add("1", txt1, paper="decreasing", ours=f"changes {steps} nats", holds=True,
+              tolerance=f"every step falls by > {SEED_SPREAD} nats (the seed spread)", asserted=True, source="figure")
+    else:
+        t.inconclusive("1", txt1, paper="decreasing", ours=f"changes {steps} nats",
+                       why=f"a step moves by less than the seed spread ({SEED_SPREAD} nats at CI): it cannot "
+                           "separate a falling curve from a flat one", source="figure")
     t.add("2", f"Fig. 5: diminishing returns: the gain from d_H = {k[0]} to {s['mid']} exceeds twice the gain "
           f"from {s['mid']} to {k[-1]}", paper="diminishing returns",
           ours=f"{s['low_gain']:.3f} vs {s['high_gain']:.3f} nats", holds=s["low_gain"] > 2 * s["high_gain"],
@@ -194,8 +210,8 @@ def claims(result: dict) -> ClaimsTable:
                   source="text")
         else:
             t.inconclusive("4", txt, paper="> 0", ours=ours,
-                           why=f"{cfg['steps']} steps at d_model <= {max(int(d) for d in gaps)}: two seeds differ by up "
-                               "to 0.07 nats per model (calibration), as much as the gaps", source="text")
+                           why=f"{cfg['steps']} steps at d_model <= {max(int(d) for d in gaps)}: seeds differ by up "
+                               f"to {SEED_SPREAD} nats per model (calibration), as much as the gaps", source="text")
     ms = result["models"]
     same = all(ms[p["few"]]["n_params"] == ms[p["narrow"]]["n_params"] for p in result["pairs"].values())
     t.consistency("5", "Fig. 9 pairs have equal parameter counts (d_model = heads x head dim fixes them)",

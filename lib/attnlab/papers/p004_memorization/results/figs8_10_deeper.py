@@ -111,8 +111,13 @@ def claims_depth(result: dict, full: dict | None = None) -> ClaimsTable:
           holds=None if np.isnan(r2) else bool(r2 > 0.95), tolerance="R² > 0.95 (≥ 3 points)",
           asserted=False, source="text")  # at CI scale R² ranges 0.93-0.98 over task seeds: shown, not asserted
     drop9 = _worst_drop(fig9["accuracy"])
-    t.add("9a", "Fig. 9: accuracy increases with d_h", paper="increasing", ours=f"largest drop {drop9:.3f}",
-          holds=drop9 <= 0.02, tolerance="drop ≤ 0.02", asserted=False, source="data")
+    if cfg["seeds"] > 1:
+        t.add("9a", "Fig. 9: accuracy increases with d_h", paper="increasing", ours=f"largest drop {drop9:.3f}",
+              holds=drop9 <= 0.02, tolerance="drop ≤ 0.02", asserted=False, source="data")
+    else:  # one model seed: the seeds' own spread (drops 0.037, 0.031, 0, 0.042 for seeds 0-3) decides the verdict
+        t.inconclusive("9a", "Fig. 9: accuracy increases with d_h", paper="increasing", ours=f"largest drop {drop9:.3f}",
+                       why="one model seed: seeds 0-3 drop by 0.037, 0.031, 0 and 0.042 against the 0.02 allowed "
+                           "(-p seeds 4 separates them)", source="data")
     if "quadratic" in fig9:
         q, l = fig9["quadratic"]["sse"], fig9["linear"]["sse"]
         t.add("9b", "Fig. 9: quadratic in d_h (a·d_h² + b fits better than a·d_h + b: SSE ratio quad / lin)",
