@@ -100,9 +100,9 @@ def test_machine_warnings_name_chapters_executed_on_another_cpu_only():
 
     here = executed_on()
     assert machine_warnings([dict(here), dict(here)]) == []
-    other = {"cpu": "AMD EPYC", "torch": here["torch"]}
+    other = {"cpu": f"A CPU other than {here['cpu']}", "torch": here["torch"]}  # whatever this one is
     lines = machine_warnings([dict(here), other, other, {}])
-    assert len(lines) == 2 and lines[0].startswith("2 chapter(s) were executed on AMD EPYC")
+    assert len(lines) == 2 and lines[0].startswith(f"2 chapter(s) were executed on A CPU other than {here['cpu']}")
     assert "an unrecorded CPU" in lines[1] and "attnlab book --force" in lines[1]
 
 
