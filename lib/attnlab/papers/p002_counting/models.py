@@ -293,8 +293,11 @@ class ReplicaCounting(ReplicaModule):
             softmax:     Σ_{m : x_m = t'} softmax_m(S(x_l, x_m)) = softmax_t'(S(x_l, t') + log n_t')
         (log 0 = −∞ removes absent tokens); S(x_l, t') is gathered per query as the product of the
         score table with the one-hot queries.
-        lin variants: W'[t', (b, l)] = Σ_m (I + 𝐀)_lm [x_bm = t'], one product of the one-hot
-        tokens [T'·B, L] with (I + 𝐀)ᵀ per replica (the bias row: a one-hot column times a row of ones).
+        lin variants: W'[t', (b, l)] = Σ_m (I + 𝐀)_lm [x_bm = t'] (the bias row: a one-hot column
+        times a row of ones), one product of every replica's (I + 𝐀) [R·L, L + 1] with the one-hot
+        tokens, their common factor, [L + 1, (T' + 1)·B], then one transposing copy to (b, l) columns:
+        R products with 6-column outputs, forward and backward, took 3x as long (1.8 against 0.6 ms for
+        64 replicas at B = 128, L = 6, on an AMD EPYC).
         With `order`, the replicas come in that order (the small per-replica factors are reordered)."""
         tokens = self._with_bos(tokens)
         B, Lp = tokens.shape
@@ -312,8 +315,8 @@ class ReplicaCounting(ReplicaModule):
             M_t = M_t if order is None else M_t.index_select(0, order)
             tok = torch.cat([tokens, torch.full_like(tokens[:, :1], Tp)], 1)  # bias column: "type" T'
             onehot = (tok[None] == types[:, None, None]).to(dtype)  # [x_bm = t'] [T'+1, B, L+1]
-            onehot = onehot.view(1, (Tp + 1) * B, L + 1).expand(R, -1, -1)
-            return torch.bmm(onehot, M_t).view(R, Tp + 1, B * L)
+            W = torch.mm(M_t.transpose(1, 2).reshape(R * L, L + 1), onehot.view((Tp + 1) * B, L + 1).t())
+            return W.view(R, L, Tp + 1, B).permute(0, 2, 3, 1).reshape(R, Tp + 1, B * L)  # [r, l, t', b] -> (b, l)
         counts = self._counts(tokens)  # [T'+1, B]
         q = tokens[:, first:].reshape(-1)  # query tokens [N]
         return self._score_mixing(q, counts[:, :, None].expand(Tp + 1, B, L).reshape(Tp + 1, B * L), order)
