@@ -52,23 +52,56 @@ def test_speedups_are_the_ratios_of_the_recorded_times(record):
             assert w[ratio] == pytest.approx(w[num] / w[den], rel=0.01, abs=0.01), (name, ratio)
 
 
-def test_profiles_of_one_sweep_per_paper_are_recorded(record):
-    profiled = {name for name, w in bench.workloads().items() if w.profiled}
-    assert set(record["profiles"]) == profiled
-    assert {bench.workloads()[name].config["paper"] for name in profiled} == {w.config["paper"] for w in
-                                                                               bench.workloads().values()}
-    for prof in record["profiles"].values():
+def test_every_workload_has_a_profile_of_the_program_and_of_the_plain_single_model(record):
+    assert list(record["profiles"]) == list(bench.workloads())
+    for name, prof in record["profiles"].items():
         ops = prof["top_ops [name, calls, self_ms, share]"]
         assert len(ops) >= 5 and all(0 <= op[3] <= 1 for op in ops)
         assert [op[2] for op in ops] == sorted((op[2] for op in ops), reverse=True)
+        for part in (prof, prof["plain_one_model"]):
+            total = next(v for k, v in part.items() if k.startswith("total_"))
+            assert 0 < part["products_ms"] <= total, name
+        products_listed = sum(op[2] for op in ops if bench.is_product(op[0]))
+        assert products_listed <= prof["products_ms"] + 0.1, name  # the top ops' products are among all products
+
+
+@pytest.mark.parametrize("op, product", [
+    ("aten::mm", True), ("aten::bmm", True), ("aten::addmm", True), ("aten::baddbmm", True), ("aten::baddbmm_", True),
+    ("aten::addbmm", True), ("aten::_addmm_activation", True), ("aten::_scaled_dot_product_flash_attention_for_cpu", True),
+    ("aten::matmul", False), ("aten::linear", False), ("aten::mul", False), ("aten::_softmax", False),
+    ("aten::scatter_add_", False), ("aten::_fused_adam_", False), ("aten::scaled_dot_product_attention", False),
+    ("aten::mm_backward", False), ("MmBackward0", False)])
+def test_matrix_products_are_the_kernels_not_their_wrappers(op, product):
+    assert bench.is_product(op) is product
+
+
+def test_time_split_is_the_arithmetic_of_the_profiles():
+    rec = {"workloads": {"w": {"models": 64, "speedup": 8.0}},
+           "profiles": {"w": {"total_self_cpu_ms": 1000.0, "products_ms": 400.0,
+                              "plain_one_model": {"total_self_cpu_ms": 100.0, "products_ms": 10.0}}}}
+    t = bench.time_split(rec, "w")
+    assert t["products_share"] == pytest.approx(0.4) and t["ceiling"] == pytest.approx(20.0)
+    assert t["products_gain"] == pytest.approx(64 * 10 / 400) and t["rest_gain"] == pytest.approx(64 * 90 / 600)
+    assert bench.time_split({"workloads": {"w": {}}}, "w") is None
+    assert "| w | 8.0× | 40 % | 1.6× | 9.6× | 20× |" in bench.readme_table(rec | {
+        "machine": {"cpu": "x", "torch": "t", "cores": 2}, "repeats": 3, "date": "d", "clock": "process_time",
+        "load_average_start": [0, 0, 0], "load_average_end": [0, 0, 0],
+        "workloads": {"w": {"models": 64, "speedup": 8.0, "batched_s": 1.0, "plain_s": 8.0, "grouped_s": 2.0,
+                            "grouped_speedup": 4.0, "single_batched_s": 0.1, "single_plain_s": 0.1}}}, None)
 
 
 def test_readme_table_has_one_row_per_workload_with_the_recorded_numbers(record):
-    table = bench.readme_table(record)
-    rows = [ln for ln in table.splitlines() if ln.startswith("| 00")]
+    times, split = bench.readme_table(record).split("Where the time goes")
+    rows = [ln for ln in times.splitlines() if ln.startswith("| 00")]
     assert len(rows) == len(record["workloads"])
     for row, w in zip(rows, record["workloads"].values()):
         assert f"{w['speedup']:.1f}×" in row and f"{w['batched_s']:.2f} s" in row
+    rows = [ln for ln in split.splitlines() if ln.startswith("| 00")]
+    assert len(rows) == len(record["workloads"])
+    for row, (name, w) in zip(rows, record["workloads"].items()):
+        t = bench.time_split(record, name)
+        assert row.startswith(f"| {name} | {w['speedup']:.1f}× | {100 * t['products_share']:.0f} % |")
+        assert row.endswith(f"| {t['ceiling']:.0f}× |")
 
 
 @pytest.mark.parametrize("name", list(bench.workloads(2)))

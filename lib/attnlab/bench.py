@@ -14,7 +14,9 @@ with its plain model there and a test beside it that the plain model computes th
 
 Per workload the record holds: the sweep as one program (`batched_s`), the 64 plain models one after
 another (`plain_s`), their ratio (`speedup`), and one model alone both ways (`single_*`: the
-replica program with one replica against that model's plain loop). `--quick` is a smoke run
+replica program with one replica against that model's plain loop), and a profile (`profile_workload`,
+unless --no-profile): where the program's time goes, and how much of it, and of the plain loop's,
+is matrix products (`time_split`: the README's second table). `--quick` is a smoke run
 (few steps, one repeat) that writes nothing unless `--out` is given.
 
 On a GPU (`--device cuda`) the times are wall time after a synchronize (`core.benchmark.clock`), the
@@ -102,23 +104,64 @@ def run_workload(w: Workload, steps: int, repeats: int, device: str = "cpu", pla
     return out
 
 
-def profile_workload(w: Workload, steps: int, top: int = 12, device: str = "cpu") -> dict:
-    """Where the program's time goes: torch.profiler's top ops by self CPU time (self CUDA time on a GPU)."""
+# The matrix products (and torch's fused attention kernels, the plain 003 model's): what a step cannot do
+# without. Everything else (elementwise, reductions, gathers, copies, the optimizer) is "the rest".
+def is_product(op: str) -> bool:
+    """aten::mm, bmm, addmm, baddbmm(_), addbmm, _addmm_activation, and the scaled-dot-product kernels."""
+    name = op.removeprefix("aten::").lstrip("_")
+    return name.rstrip("_") in {"mm", "bmm", "addmm", "baddbmm", "addbmm", "addmm_activation"} or (
+        name.startswith("scaled_dot_product") and op.startswith("aten::_"))
+
+
+def _profiled(run, cuda: bool, top: int = 0) -> dict:
+    """run() under torch.profiler: total and matrix-product self time (ms), and the top ops."""
     from torch.profiler import ProfilerActivity, profile
 
-    cuda = device != "cpu"
-    cfg, batches = _on_device(w, steps, device)
-    w.train_batched(cfg, batches, min(steps, 5), [0, 1])
     with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
-        w.train_batched(cfg, batches, steps, None)
+        run()
     events = prof.key_averages()
     key = "self_device_time_total" if cuda else "self_cpu_time_total"
     total = sum(getattr(e, key) for e in events)
-    rows = sorted(events, key=lambda e: -getattr(e, key))[:top]
-    return {"steps": steps, f"total_{key.removesuffix('_time_total')}_ms": round(total / 1e3, 1),
-            "top_ops [name, calls, self_ms, share]": [
-                [e.key, e.count, round(getattr(e, key) / 1e3, 1), round(getattr(e, key) / max(total, 1e-9), 3)]
-                for e in rows]}
+    products = sum(getattr(e, key) for e in events if is_product(e.key))
+    out = {f"total_{key.removesuffix('_time_total')}_ms": round(total / 1e3, 1), "products_ms": round(products / 1e3, 1)}
+    if top:
+        rows = sorted(events, key=lambda e: -getattr(e, key))[:top]
+        out["top_ops [name, calls, self_ms, share]"] = [
+            [e.key, e.count, round(getattr(e, key) / 1e3, 1), round(getattr(e, key) / max(total, 1e-9), 3)]
+            for e in rows]
+    return out
+
+
+def profile_workload(w: Workload, steps: int, top: int = 12, device: str = "cpu") -> dict:
+    """Where the time goes: torch.profiler's self time (CPU, or CUDA on a GPU) of the program over all
+    models, its top ops and its matrix products (`is_product`); and of the plain loop of the single model.
+
+    The products' share p of the program bounds what removing everything else could give: the speedup
+    would be at most speedup / p with these products (`ceiling`). The products' own gain is
+    models × (plain products of one model) / (the program's products): near 1, batching the sweep
+    cannot make its arithmetic faster, only the rest."""
+    cuda = device != "cpu"
+    cfg, batches = _on_device(w, steps, device)
+    w.train_batched(cfg, batches, min(steps, 5), [0, 1])
+    out = {"steps": steps, **_profiled(lambda: w.train_batched(cfg, batches, steps, None), cuda, top)}
+    out["plain_one_model"] = _profiled(lambda: w.train_plain(cfg, batches, steps, w.models[w.single]), cuda)
+    return out
+
+
+def time_split(record: dict, name: str) -> dict | None:
+    """From a workload's profile: the products' share of the program, the ceiling (speedup / share) and
+    the products' own gain (models × plain products of one model / the program's products); None without
+    a profile."""
+    prof, w = record.get("profiles", {}).get(name), record["workloads"][name]
+    if not prof or "products_ms" not in prof:
+        return None
+    total = next(v for k, v in prof.items() if k.startswith("total_"))
+    plain = prof["plain_one_model"]
+    share = prof["products_ms"] / total
+    return {"products_share": share, "ceiling": w["speedup"] / share,
+            "products_gain": w["models"] * plain["products_ms"] / prof["products_ms"],
+            "rest_gain": w["models"] * (next(v for k, v in plain.items() if k.startswith("total_")) - plain["products_ms"])
+            / (total - prof["products_ms"])}
 
 
 def machine(device: str = "cpu") -> dict:
@@ -141,9 +184,9 @@ def readme_table(record: dict | None = None, gpu_record: dict | None = None) -> 
     rec = record if record is not None else json.loads(RECORD.read_text())
     if gpu_record is None and record is None and GPU_RECORD.exists():
         gpu_record = json.loads(GPU_RECORD.read_text())
-    out = _table(rec)
+    out = _table(rec) + _split_table(rec)
     if gpu_record is not None:
-        out += "\n\nOn a GPU:\n\n" + _table(gpu_record)
+        out += "\n\nOn a GPU:\n\n" + _table(gpu_record) + _split_table(gpu_record)
     else:
         out += (f"\n\nNo GPU record yet: `{GPU_COMMAND}` on a GPU machine writes "
                 f"`{GPU_RECORD.relative_to(REPO_ROOT)}` and a second table here.")
@@ -172,6 +215,22 @@ def _table(rec: dict) -> str:
                  f"{m['cores']} cores shared with other jobs (each workload's load is in the record) "
                  f"(`python -m attnlab.bench{' --device cuda' if gpu else ''}`, "
                  f"`{(GPU_RECORD if gpu else RECORD).relative_to(REPO_ROOT)}`).")
+    return "\n".join(lines)
+
+
+def _split_table(rec: dict) -> str:
+    """Where the time goes, per profiled workload (`time_split`): empty when no workload has a profile."""
+    rows = [(name, w, time_split(rec, name)) for name, w in rec["workloads"].items()]
+    rows = [(name, w, t) for name, w, t in rows if t]
+    if not rows:
+        return ""
+    lines = ["", "", "Where the time goes (torch.profiler, self time of one run of the program and of the single "
+             "model's plain loop; the profiler's own cost inflates small operations):", "",
+             "| workload | speedup | matrix products' share of the program | products' gain: plain loop / program | "
+             "the rest's gain | ceiling if all but the products were free |", "|---|---|---|---|---|---|"]
+    for name, w, t in rows:
+        lines.append(f"| {name} | {w['speedup']:.1f}× | {100 * t['products_share']:.0f} % | "
+                     f"{t['products_gain']:.1f}× | {t['rest_gain']:.1f}× | {t['ceiling']:.0f}× |")
     return "\n".join(lines)
 
 
@@ -230,7 +289,7 @@ def main(argv=None) -> dict:
               f"{res['speedup']:.1f}x; {res['grouped_programs']} programs by size {res['grouped_s']:.2f} s "
               f"({res['grouped_speedup']:.1f}x); one model {res['single_batched_s']:.2f} s vs {res['single_plain_s']:.2f} s",
               flush=True)
-        if w.profiled and not args.no_profile:
+        if not args.no_profile:
             record["profiles"][name] = profile_workload(w, w.config["steps"], device=args.device)
             for op in record["profiles"][name]["top_ops [name, calls, self_ms, share]"][:6]:
                 print(f"    {op[0]:<32} {op[1]:>7} calls {op[2]:>9.1f} ms {100 * op[3]:5.1f} %")

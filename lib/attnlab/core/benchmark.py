@@ -32,7 +32,6 @@ class Workload:
     batches: Callable[[dict, int], list]
     train_batched: Callable[[dict, list, int, list[int] | None], float]
     train_plain: Callable[[dict, list, int, list], float]
-    profiled: bool = False
 
     @property
     def models(self) -> list:

@@ -96,4 +96,4 @@ def workloads(steps: int) -> list[Workload]:
                      f"000 Fig. 1, max-over-heads QK, m = 64, d = 16, h 1..8 × D_K 8..64 × 4 seeds, 64 models, "
                      f"{steps} steps of one context of 16",
                      single=37,  # h = 4, D_K = 16, seed 1
-                     batches=_batches, train_batched=_train_batched, train_plain=_train_plain, profiled=True)]
+                     batches=_batches, train_batched=_train_batched, train_plain=_train_plain)]

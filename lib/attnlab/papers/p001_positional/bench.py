@@ -123,4 +123,4 @@ def workloads(steps: int) -> list[Workload]:
                      f"001 Fig. 4, positional Transformers, n = 8, 4 layers, E = hidden = 16, 4 tasks × 16 seeds, "
                      f"64 models, {steps} steps of batch 64",
                      single=17,  # cummin, seed 1
-                     batches=_batches, train_batched=_train_batched, train_plain=_train_plain, profiled=True)]
+                     batches=_batches, train_batched=_train_batched, train_plain=_train_plain)]

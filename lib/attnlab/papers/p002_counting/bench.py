@@ -95,5 +95,5 @@ def workloads(steps: int) -> list[Workload]:
             f"002 counting {variant}", cfg,
             f"002 counting `{variant}`, T = 8, L = 6, 8 × 8 grid of (d, p), 64 models, {steps} steps of batch 128",
             single=36,  # d = p = 6
-            batches=_batches, train_batched=_train_batched, train_plain=_train_plain, profiled=variant == "dot"))
+            batches=_batches, train_batched=_train_batched, train_plain=_train_plain))
     return out

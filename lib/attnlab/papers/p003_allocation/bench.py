@@ -106,4 +106,4 @@ def workloads(steps: int) -> list[Workload]:
                      f"003 Fig. 2, 4-gram task, d = 8, D = 64, L = 16, heads 1..64 × 4 learning rates × 4 seeds, "
                      f"64 models, {steps} steps of batch 32",
                      single=21,  # H = 4, lr = 1e-3, seed 1
-                     batches=_batches, train_batched=_train_batched, train_plain=_train_plain, profiled=True)]
+                     batches=_batches, train_batched=_train_batched, train_plain=_train_plain)]

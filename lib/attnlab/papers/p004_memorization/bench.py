@@ -100,8 +100,7 @@ def workloads(steps: int) -> list[Workload]:
     return [
         Workload("004 AoT paper sizes", paper,
                  f"004 AoT, paper's sizes: N = 50, d 4..11, d_h ≤ d, H 1..8, 64 models, {steps} steps of batch 256",
-                 single=35, batches=_batches, train_batched=_train_batched, train_plain=_train_plain,
-                 profiled=True),  # single: d = 8, H = 4
+                 single=35, batches=_batches, train_batched=_train_batched, train_plain=_train_plain),  # single: d = 8, H = 4
         Workload("004 AoT Exp. 6", exp6,
                  f"004 AoT, Exp. 6: N = 10, d = d_h = 2, H 1..21, 64 models, {steps} steps of batch 256",
                  single=9, batches=_batches, train_batched=_train_batched, train_plain=_train_plain),  # H = 10
