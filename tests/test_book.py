@@ -131,3 +131,13 @@ def test_no_chapter_code_imports_the_benchmark_modules_left_out_of_its_lib_hash(
                 assert not any(re.search(r"(^|\.)bench(mark)?$", n) for n in names), (path, names)
     for nb in (REPO / "notebooks").rglob("*.md"):
         assert not re.search(r"import .*\bbench|\bbench(mark)? import|\.bench\b", nb.read_text()), nb
+
+
+def test_a_test_run_says_in_its_header_when_the_book_was_executed_elsewhere(monkeypatch):
+    import attnlab.notebooks
+    from attnlab import pytest_plugin
+
+    monkeypatch.setattr(attnlab.notebooks, "machine_warnings", lambda: ["2 chapter(s) were executed on X"])
+    assert pytest_plugin.pytest_report_header(None) == ["attnlab: warning: 2 chapter(s) were executed on X"]
+    monkeypatch.setattr(attnlab.notebooks, "machine_warnings", lambda: [])
+    assert pytest_plugin.pytest_report_header(None) == []
