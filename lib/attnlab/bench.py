@@ -189,7 +189,7 @@ def readme_table(record: dict | None = None, gpu_record: dict | None = None) -> 
         out += "\n\nOn a GPU:\n\n" + _table(gpu_record) + _split_table(gpu_record)
     else:
         out += (f"\n\nNo GPU record yet: `{GPU_COMMAND}` on a GPU machine writes "
-                f"`{GPU_RECORD.relative_to(REPO_ROOT)}` and a second table here.")
+                f"`{GPU_RECORD.relative_to(REPO_ROOT)}` and its tables here.")
     return out
 
 
