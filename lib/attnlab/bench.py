@@ -155,13 +155,14 @@ def time_split(record: dict, name: str) -> dict | None:
     prof, w = record.get("profiles", {}).get(name), record["workloads"][name]
     if not prof or "products_ms" not in prof:
         return None
-    total = next(v for k, v in prof.items() if k.startswith("total_"))
-    plain = prof["plain_one_model"]
-    share = prof["products_ms"] / total
+
+    def total(part: dict) -> float:  # total_self_cpu_ms, or total_self_device_ms on a GPU
+        return next(v for k, v in part.items() if k.startswith("total_"))
+
+    plain, share = prof["plain_one_model"], prof["products_ms"] / total(prof)
     return {"products_share": share, "ceiling": w["speedup"] / share,
             "products_gain": w["models"] * plain["products_ms"] / prof["products_ms"],
-            "rest_gain": w["models"] * (next(v for k, v in plain.items() if k.startswith("total_")) - plain["products_ms"])
-            / (total - prof["products_ms"])}
+            "rest_gain": w["models"] * (total(plain) - plain["products_ms"]) / (total(prof) - prof["products_ms"])}
 
 
 def machine(device: str = "cpu") -> dict:
@@ -224,8 +225,9 @@ def _split_table(rec: dict) -> str:
     rows = [(name, w, t) for name, w, t in rows if t]
     if not rows:
         return ""
-    lines = ["", "", "Where the time goes (torch.profiler, self time of one run of the program and of the single "
-             "model's plain loop; the profiler's own cost inflates small operations):", "",
+    lines = ["", "", "Where the time goes (torch.profiler's self time in one run of the program, and in the plain "
+             "loop of the single model times the number of models; the profiler's own cost inflates small "
+             "operations):", "",
              "| workload | speedup | matrix products' share of the program | products' gain: plain loop / program | "
              "the rest's gain | ceiling if all but the products were free |", "|---|---|---|---|---|---|"]
     for name, w, t in rows:
