@@ -174,12 +174,10 @@ def claims(result: dict) -> ClaimsTable:
     t = ClaimsTable()
     steps = ", ".join(f"{b - a:+.3f}" for a, b in zip(ce[:-1], ce[1:]))
     txt1 = f"Fig. 5: validation loss falls at every step of the head dimension ({' -> '.join(map(str, k))})"
-    if s["rise"] > SEED_SPREAD:  # a rise beyond what a seed moves a model: the claim fails
-        t.add("1", txt1, paper="decreasing", ours=f"changes {steps} nats", holds=False,
-              tolerance=f"no rise > {SEED_SPREAD} nats (the seed spread)", asserted=True, source="figure")
-    elif s["fall"] > SEED_SPREAD:
-        t.add("1", txt1, paper="decreasing", ours=f"changes {steps} nats", holds=True,
-              tolerance=f"every step falls by > {SEED_SPREAD} nats (the seed spread)", asserted=True, source="figure")
+    if s["rise"] > SEED_SPREAD or s["fall"] > SEED_SPREAD:  # beyond what a seed moves a model, either way
+        t.add("1", txt1, paper="decreasing", ours=f"changes {steps} nats", holds=s["fall"] > SEED_SPREAD,
+              tolerance=f"every step falls by > {SEED_SPREAD} nats (the seed spread); fails on a rise > it",
+              asserted=True, source="figure")
     else:
         t.inconclusive("1", txt1, paper="decreasing", ours=f"changes {steps} nats",
                        why=f"a step moves by less than the seed spread ({SEED_SPREAD} nats at CI): it cannot "
