@@ -34,33 +34,64 @@ def test_every_executed_chapter_shows_a_claims_table_with_no_failure():
         assert not [r for r in rows if r["verdict"].startswith("❌") and r["asserted"] == "yes"]
 
 
-def _nbval(path):
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-                           str(path)], capture_output=True, text=True, cwd=path.parent, timeout=600)
+def _nbval(*paths):
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--nbval-lax", *map(str, paths)], capture_output=True, text=True, cwd=paths[0].parent,
+                          timeout=600)
 
 
-def test_nbval_fails_when_a_stored_number_is_changed(tmp_path):
-    """Change the 'this run' value of the first row of a claims table in an executed chapter: nbval
-    must fail on it (and pass on the untouched copy)."""
-    src = REPO / "book" / "004-memorization" / "table1-capacity-bounds.ipynb"
+def _mutated(src, tmp_path, name, mutate):
+    """A copy of an executed chapter whose stored claims table (its JSON, what the check compares) is changed
+    by `mutate(rows)`."""
+    from attnlab.core.claims import MIME
+
     nb = nbformat.read(src, as_version=4)
-    changed = None
-    for cell in nb.cells:
-        if "NBVAL_CHECK_OUTPUT" in cell.source:
-            for out in cell.outputs:
-                text = out.get("data", {}).get("text/plain", "")
-                rows = [line for line in text.splitlines() if line.startswith("| ")][2:]
-                if rows and changed is None:
-                    cells = rows[0].split(" | ")
-                    cells[3] = changed = cells[3] + "1"  # the 'this run' column
-                    out["data"]["text/plain"] = text.replace(rows[0], " | ".join(cells), 1)
-    assert changed is not None
-    good, bad = tmp_path / "good.ipynb", tmp_path / "bad.ipynb"
+    tables = [out["data"][MIME] for cell in nb.cells if "NBVAL_CHECK_OUTPUT" in cell.source
+              for out in cell.outputs if MIME in out.get("data", {})]
+    assert tables, f"{src.name}: no claims table carries its JSON"
+    mutate(tables[0]["rows"])
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def _bump(rows, units):
+    """Change the first number of the first 'this run' cell that has one by `units` in its last printed digit."""
+    from attnlab.core.claims import NUMBER, _last_place
+
+    for row in rows:
+        m = NUMBER.search(row["ours"])
+        if m:
+            token = m.group()
+            value = float(token) + units * _last_place(token)
+            decimals = len(token.split(".")[1]) if "." in token else 0
+            row["ours"] = row["ours"][:m.start()] + f"{value:.{decimals}f}" + row["ours"][m.end():]
+            return row["ours"]
+    raise AssertionError("no number in any 'this run' cell")
+
+
+def test_nbval_compares_claims_at_their_precision_and_catches_a_changed_number_or_verdict(tmp_path):
+    """Mutation test of the check CI runs: an untouched chapter passes, and so does one whose stored number
+    moved by one unit in its last printed digit (equal at the printed precision); a number changed beyond
+    its precision, a flipped verdict and a changed word each fail, naming the row."""
+    src = REPO / "book" / "004-memorization" / "table1-capacity-bounds.ipynb"
+    good = tmp_path / "good.ipynb"
     shutil.copy(src, good)
-    nbformat.write(nb, bad)
-    assert _nbval(good).returncode == 0
-    result = _nbval(bad)
-    assert result.returncode == 1 and changed in result.stdout
+    within = _mutated(src, tmp_path, "within", lambda rows: _bump(rows, 1))
+    changed = {}
+    number = _mutated(src, tmp_path, "number", lambda rows: changed.setdefault("number", _bump(rows, 50)))
+
+    def flip(rows):
+        rows[0]["verdict"] = "fails" if rows[0]["verdict"] != "fails" else "reproduced"
+
+    verdict = _mutated(src, tmp_path, "verdict", flip)
+    word = _mutated(src, tmp_path, "word", lambda rows: rows[0].update(text=rows[0]["text"] + " (changed)"))
+    result = _nbval(good, within, number, verdict, word)
+    out = result.stdout
+    assert result.returncode == 1, out[-3000:]
+    failed = {line.split("::")[0].split("/")[-1] for line in out.splitlines() if line.startswith("FAILED")}
+    assert failed == {"number.ipynb", "verdict.ipynb", "word.ipynb"}, out[-3000:]
+    assert changed["number"] in out and "verdict" in out and "words differ" in out
 
 
 def test_strict_book_build(built_book):
@@ -95,21 +126,25 @@ def test_every_reproduced_row_measures_something():
                 f"{exp.id} row {r['key']}: paper and this run both read {paper!r}: a consistency check, not a reproduction"
 
 
-def test_machine_warnings_name_chapters_executed_on_another_cpu_only():
+def test_machine_warnings_name_what_differs_and_what_the_check_tolerates():
     from attnlab.notebooks import executed_on, machine_warnings
 
     here = executed_on()
+    assert set(here) == {"cpu", "cpu_capability", "torch", "numpy_blas"} and all(here.values())
     assert machine_warnings([dict(here), dict(here)]) == []
-    other = {"cpu": f"A CPU other than {here['cpu']}", "torch": here["torch"]}  # whatever this one is
-    lines = machine_warnings([dict(here), other, other, {}])
-    assert len(lines) == 2 and lines[0].startswith(f"2 chapter(s) were executed on A CPU other than {here['cpu']}")
-    assert "an unrecorded CPU" in lines[1] and "attnlab book --force" in lines[1]
+    isa = {**here, "cpu_capability": "AVX512" if here["cpu_capability"] != "AVX512" else "AVX2"}
+    lines = machine_warnings([dict(here), isa, isa, {}])
+    assert len(lines) == 2
+    assert lines[0].startswith(f"2 chapter(s) were executed on another machine: cpu_capability {isa['cpu_capability']} "
+                               f"(here {here['cpu_capability']})")
+    assert "declared precision" in lines[0] and "verdicts and words identical" in lines[0]
+    assert "cpu unrecorded" in lines[1] and "attnlab book --force" in lines[1]
 
 
 def test_the_executed_book_records_the_machine_that_ran_it():
     for exp in registry().values():
         meta = nbformat.read(exp.executed, as_version=4).metadata["attnlab"]
-        assert meta.get("cpu") and meta.get("torch"), exp.id
+        assert all(meta.get(k) for k in ("cpu", "cpu_capability", "torch", "numpy_blas")), exp.id
 
 
 def test_no_chapter_code_imports_the_benchmark_modules_left_out_of_its_lib_hash():

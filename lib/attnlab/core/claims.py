@@ -6,15 +6,26 @@ Verdicts: "reproduced" / "fails" (a measured value against the paper's, within a
 a value a formula fixes: shown, never counted as a reproduction). Each row says where its paper value
 comes from (`source`: the paper's text, a figure read-off, the authors' released data).
 A claim `asserted` at this scale raises `ClaimFailed` after the table is shown if it fails,
-so the chapter (and CI) fails. The table renders as Markdown in the book and as the same
-stable, rounded text for nbval, which compares it cell by cell; the book shows an HTML table.
+so the chapter (and CI) fails.
+
+Every number in the table has a declared precision, so a re-execution on another CPU (another
+instruction set, another BLAS kernel) checks the same claims: a row's `rtol` is 0 for exact results
+(float64 constructions, closed forms: printed at 3 significant digits, residuals printed as a bound
+with `bound`, e.g. `< 1e-12`) and the relative tolerance of a trained value otherwise. The table is
+displayed as an HTML table (the book), as Markdown text, and as JSON (`MIME`): the JSON carries
+every cell with its row's precision, and `compare` (used by nbval through `attnlab.pytest_plugin`)
+checks a re-executed table against the stored one: same rows and verdicts, same words, every
+number equal at its precision.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import re
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+MIME = "application/vnd.attnlab.claims+json"  # the table's machine-readable form, what CI compares
 
 VERDICT_MARK = {"reproduced": "✅ reproduced", "fails": "❌ fails", "inconclusive": "❔ inconclusive",
                 "not run": "⏳ not run", "consistency check": "🔁 consistency check"}
@@ -53,6 +64,47 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def bound(value: float, limit: float) -> str:
+    """A residual (an error that is zero in exact arithmetic) printed as the bound it is checked
+    against, `< limit`, so that rounding noise below it (which differs between CPUs) never prints;
+    a value at or above the bound prints as itself."""
+    return f"< {limit:g}" if abs(value) < limit else fmt(value)
+
+
+NUMBER = re.compile(r"[-+\u2212]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+\u2212]?\d+)?")
+
+
+def _last_place(token: str) -> float:
+    """One unit in the last printed digit of a number token: '0.981' -> 0.001, '4.3e-11' -> 1e-12."""
+    mantissa, _, exponent = token.lower().replace("\u2212", "-").partition("e")
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    return 10.0 ** ((int(exponent) if exponent else 0) - decimals)
+
+
+def numbers_agree(stored: str, new: str, rtol: float) -> bool:
+    """Two printed numbers are equal at a row's precision: within one unit of the stored number's last
+    printed digit (two printings of the same exact value can straddle a rounding boundary), plus `rtol`
+    relative for trained values. An integer of an exact row (a count) must be equal."""
+    a, b = (float(t.replace("\u2212", "-")) for t in (stored, new))
+    if a == b:
+        return True
+    if rtol == 0 and "." not in stored and "e" not in stored.lower():
+        return False
+    return abs(a - b) <= rtol * max(abs(a), abs(b)) + _last_place(stored) * (1 + 1e-9)
+
+
+def cell_differences(stored: str, new: str, rtol: float) -> str | None:
+    """Why a re-executed cell differs from the stored one at its precision (None if it does not): its
+    words must be identical and its numbers agree (`numbers_agree`)."""
+    if NUMBER.split(stored) != NUMBER.split(new):
+        return "its words differ"
+    a, b = NUMBER.findall(stored), NUMBER.findall(new)
+    if len(a) != len(b):
+        return "it has another count of numbers"
+    bad = [f"{x} -> {y}" for x, y in zip(a, b) if not numbers_agree(x, y, rtol)]
+    return f"numbers beyond {'rtol ' + fmt(rtol) if rtol else 'the printed precision'}: {', '.join(bad)}" if bad else None
+
+
 @dataclass
 class Claim:
     key: str
@@ -63,6 +115,7 @@ class Claim:
     verdict: str
     asserted: bool
     source: str = ""
+    rtol: float = 0.0  # the precision of the row's numbers: 0 = exact at the printed digits
 
 
 @dataclass
@@ -71,11 +124,30 @@ class ClaimsTable:
 
     title: str = "Paper vs this run"
     rows: list[Claim] = field(default_factory=list)
+    rtol: float = 0.0  # the default precision of measured rows: 0 for exact results, > 0 for trained ones
+
+    def _rtol(self, rtol: float | None) -> float:
+        rtol = self.rtol if rtol is None else rtol
+        if not 0 <= rtol <= 1:
+            raise ValueError(f"rtol {rtol!r}: a relative tolerance in [0, 1] (1: only the sign and scale are claimed)")
+        return rtol
 
     def add(self, key: str, text: str, *, paper: Any, ours: Any, holds: bool | None,
-            tolerance: str = "", asserted: bool = False, source: str = "") -> "ClaimsTable":
+            tolerance: str = "", asserted: bool = False, source: str = "",
+            rtol: float | None = None, margin: tuple[float, float] | None = None) -> "ClaimsTable":
         """A reproduction: the paper's value (from `source`: text, figure, data) against a measured
-        one, within `tolerance`. holds=None: not measured at this scale."""
+        one, within `tolerance`. holds=None: not measured at this scale. `rtol`: the relative
+        precision of this row's measured numbers (default: the table's). `margin=(value, threshold)`:
+        the measured value that decides the row and its threshold; where they are closer than the
+        row's precision (rtol of the larger, or 1e-12), another CPU could decide either way, so the
+        row is inconclusive, not a coin flip (and not asserted)."""
+        rtol = self._rtol(rtol)
+        if holds is not None and margin is not None:
+            value, limit = (float(x) for x in margin)
+            if abs(value - limit) <= max(rtol * max(abs(value), abs(limit)), 1e-12):
+                return self.inconclusive(key, text, paper=paper, ours=ours, source=source, rtol=rtol,
+                                         why=f"{tolerance}: {fmt(value)} lies within this row's precision "
+                                             f"(± {rtol:.0%}) of {fmt(limit)}")
         if source not in SOURCES:
             raise ValueError(f"source {source!r}: choose one of {SOURCES}")
         if holds is not None and not tolerance:
@@ -85,22 +157,26 @@ class ClaimsTable:
                              "a value compared with itself is a consistency check")
         verdict = "not run" if holds is None else ("reproduced" if holds else "fails")
         self.rows.append(Claim(key, text, fmt(paper), fmt(ours), tolerance, verdict, asserted and holds is not None,
-                               source))
+                               source, rtol))
         return self
 
     def consistency(self, key: str, text: str, *, expected: Any, ours: Any, holds: bool,
-                    tolerance: str = "exact", asserted: bool = False, source: str = "") -> "ClaimsTable":
+                    tolerance: str = "exact", asserted: bool = False, source: str = "",
+                    rtol: float = 0.0) -> "ClaimsTable":
         """A consistency check (arithmetic, shapes, definitions, a value the formulas fix): shown,
-        asserted if asked, never counted as a reproduction. A failing one is shown as failing."""
+        asserted if asked, never counted as a reproduction. A failing one is shown as failing. Exact
+        by default (`rtol` 0)."""
         verdict = "consistency check" if holds else "fails"
-        self.rows.append(Claim(key, text, fmt(expected), fmt(ours), tolerance, verdict, asserted, source))
+        self.rows.append(Claim(key, text, fmt(expected), fmt(ours), tolerance, verdict, asserted, source,
+                               self._rtol(rtol)))
         return self
 
     def inconclusive(self, key: str, text: str, *, paper: Any, ours: Any, why: str,
-                     source: str = "") -> "ClaimsTable":
+                     source: str = "", rtol: float | None = None) -> "ClaimsTable":
         """A check that cannot separate the paper's claim from its alternative at this scale; `why`
         goes in the tolerance column."""
-        self.rows.append(Claim(key, text, fmt(paper), fmt(ours), why, "inconclusive", False, source))
+        self.rows.append(Claim(key, text, fmt(paper), fmt(ours), why, "inconclusive", False, source,
+                               self._rtol(rtol)))
         return self
 
     def not_run(self, key: str, text: str, *, paper: Any, command: str, source: str = "") -> "ClaimsTable":
@@ -120,8 +196,15 @@ class ClaimsTable:
         """How many rows of each verdict kind."""
         return {k: sum(c.verdict == k for c in self.rows) for k in KINDS}
 
-    def __repr__(self) -> str:  # text/plain: what nbval compares
+    def __repr__(self) -> str:  # text/plain
         return self.markdown()
+
+    def data(self) -> dict:
+        """The table as JSON (`MIME`): every row's printed cells and its precision."""
+        return {"title": self.title, "rows": [asdict(c) for c in self.rows]}
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return {"text/plain": self.markdown(), "text/html": self._repr_html_(), MIME: self.data()}
 
     def _repr_html_(self) -> str:  # what the book shows: an HTML table, the verdict coloured
         import html
@@ -132,7 +215,9 @@ class ClaimsTable:
         for c in self.rows:
             paper = html.escape(c.paper) + (f' <span class="claims-source">({html.escape(c.source)})</span>'
                                             if c.source else "")
-            cells = [html.escape(c.key), html.escape(c.text), paper, html.escape(c.ours), html.escape(c.tolerance),
+            ours = html.escape(c.ours) + (f' <span class="claims-precision">(± {c.rtol:.0%} across CPUs)</span>'
+                                          if c.rtol else "")
+            cells = [html.escape(c.key), html.escape(c.text), paper, ours, html.escape(c.tolerance),
                      f'<span class="verdict" style="color:{VERDICT_COLOR[c.verdict]};font-weight:600">'
                      f"{html.escape(VERDICT_MARK[c.verdict])}</span>", "yes" if c.asserted else "no"]
             body.append(f'<tr class="verdict-{c.verdict.replace(" ", "-")}">' + "".join(f"<td>{x}</td>" for x in cells)
@@ -154,6 +239,26 @@ class ClaimsTable:
             raise ClaimFailed("; ".join(f"claim {c.key} ({c.text}): paper {c.paper}, this run {c.ours}"
                                         for c in failed))
         return self
+
+    @staticmethod
+    def compare(stored: dict, new: dict) -> list[str]:
+        """What differs between a stored table (`data()`) and a re-executed one, at the stored table's
+        declared precision: the rows (keys in order), every verdict and 'asserted' identical, the
+        words of every cell identical, its numbers equal at the row's precision (`cell_differences`).
+        An empty list: the re-execution reproduces the table."""
+        old, now = stored.get("rows", []), new.get("rows", [])
+        if [r["key"] for r in old] != [r["key"] for r in now]:
+            return [f"rows differ: {[r['key'] for r in old]} -> {[r['key'] for r in now]}"]
+        problems = []
+        for a, b in zip(old, now):
+            for name in ("verdict", "asserted", "source"):
+                if a.get(name) != b.get(name):
+                    problems.append(f"row {a['key']}: {name} {a.get(name)!r} -> {b.get(name)!r}")
+            for name in ("text", "paper", "ours", "tolerance"):
+                why = cell_differences(a[name], b[name], float(a.get("rtol", 0.0)))
+                if why:
+                    problems.append(f"row {a['key']}, {name}: {a[name]!r} -> {b[name]!r} ({why})")
+        return problems
 
     @staticmethod
     def parse(markdown: str) -> list[dict[str, str]]:

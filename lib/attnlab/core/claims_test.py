@@ -52,3 +52,66 @@ def test_pipes_inside_cells_are_escaped_and_parsed_back():
     assert md.splitlines()[2].count(" | ") == 6  # seven cells, six separators: the escaped pipes add none
     row = ClaimsTable.parse(md)[0]
     assert row["claim"] == "the norm ||J||_2 falls" and row["paper"] == "a | b (text)"
+
+
+def test_residuals_print_as_their_bound():
+    from attnlab.core.claims import bound
+
+    assert bound(3.7e-33, 1e-12) == "< 1e-12" and bound(-1.1e-16, 1e-12) == "< 1e-12"
+    assert bound(2e-9, 1e-12) == "2.00e-09"  # above the bound: printed, and the row fails on its own
+
+
+def test_numbers_agree_at_their_printed_precision_or_relative_tolerance():
+    from attnlab.core.claims import numbers_agree
+
+    assert numbers_agree("0.981", "0.982", 0) and not numbers_agree("0.981", "0.983", 0)  # one unit in the last place
+    assert numbers_agree("4.32e-11", "4.33e-11", 0) and not numbers_agree("4.32e-11", "1.41e-10", 0)
+    assert not numbers_agree("12", "13", 0)  # a count of an exact row is equal or wrong
+    assert numbers_agree("0.90", "0.95", 0.1) and not numbers_agree("0.90", "1.05", 0.1)
+    assert numbers_agree("−1", "-1", 0)
+
+
+def _table(ours: float, holds: bool, rtol: float = 0.0) -> dict:
+    t = ClaimsTable(rtol=rtol)
+    t.add("1", "accuracy at H = 8", paper=0.9, ours=f"{ours:.3f} (median of 3)", holds=holds, tolerance="≥ 0.85",
+          source="text")
+    t.consistency("2", "max error of the construction", expected="< 1e-12", ours="< 1e-12", holds=True)
+    return t.data()
+
+
+def test_compare_accepts_rounding_and_catches_a_changed_number_or_verdict():
+    stored = _table(0.912, True)
+    assert ClaimsTable.compare(stored, _table(0.912, True)) == []
+    assert ClaimsTable.compare(stored, _table(0.913, True)) == []  # one unit in the last printed digit
+    assert "0.912 -> 0.93" in ClaimsTable.compare(stored, _table(0.930, True))[0]
+    assert ClaimsTable.compare(_table(0.912, True, rtol=0.05), _table(0.930, True, rtol=0.05)) == []
+    assert any("verdict" in p for p in ClaimsTable.compare(stored, _table(0.912, False)))
+    worded = _table(0.912, True)
+    worded["rows"][0]["ours"] = "0.912 (best of 3)"
+    assert "words differ" in ClaimsTable.compare(stored, worded)[0]
+    fewer = {"rows": stored["rows"][:1]}
+    assert "rows differ" in ClaimsTable.compare(stored, fewer)[0]
+
+
+def test_the_display_carries_the_table_as_json():
+    from attnlab.core.claims import MIME
+
+    bundle = ClaimsTable(rtol=0.1).add("1", "x", paper=1, ours=0.95, holds=True, tolerance="± 0.1")._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html", MIME}
+    assert bundle[MIME]["rows"][0]["rtol"] == 0.1 and bundle[MIME]["rows"][0]["ours"] == "0.95"
+    assert "± 10% across CPUs" in bundle["text/html"]
+    with pytest.raises(ValueError, match="rtol"):
+        ClaimsTable(rtol=2).add("1", "x", paper=1, ours=1, holds=True, tolerance="t")
+
+
+def test_a_value_within_its_precision_of_the_threshold_is_inconclusive():
+    t = ClaimsTable(rtol=0.05)
+    t.add("1", "ratio ≥ 5", paper=5, ours=5.1, holds=True, tolerance="≥ 5", asserted=True, margin=(5.1, 5))
+    t.add("2", "ratio ≥ 5", paper=5, ours=4.9, holds=False, tolerance="≥ 5", asserted=True, margin=(4.9, 5))
+    t.add("3", "ratio ≥ 5", paper=5, ours=6.0, holds=True, tolerance="≥ 5", asserted=True, margin=(6.0, 5))
+    t.add("4", "ratio ≥ 5", paper=5, ours=4.0, holds=False, tolerance="≥ 5", margin=(4.0, 5))
+    assert [c.verdict for c in t.rows] == ["inconclusive", "inconclusive", "reproduced", "fails"]
+    assert "within this row's precision" in t.rows[0].tolerance
+    t.check()  # an inconclusive row never raises
+    exact = ClaimsTable().add("5", "bound", paper=1, ours=1.0, holds=True, tolerance="≤ 1", margin=(1.0, 1.0))
+    assert exact.rows[0].verdict == "inconclusive"

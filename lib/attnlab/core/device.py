@@ -74,6 +74,30 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def numpy_blas() -> str:
+    """numpy's BLAS library, its version and the kernel it picked for this CPU (OpenBLAS's core type,
+    which OPENBLAS_CORETYPE overrides), e.g. 'openblas 0.3.31 Haswell'."""
+    import numpy  # noqa: F401  (loads the BLAS that threadpoolctl then finds)
+
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown"
+    for lib in threadpool_info():
+        if lib.get("user_api") == "blas":
+            return " ".join(str(x) for x in (lib.get("internal_api"), lib.get("version"), lib.get("architecture")) if x)
+    return "unknown"
+
+
+def machine() -> dict[str, str]:
+    """What decides a float32 or float64 result's last digits on a CPU: its model, its instruction set as
+    torch sees it (ATEN_CPU_CAPABILITY overrides it), torch's version and numpy's BLAS kernel."""
+    from importlib.metadata import version
+
+    return {"cpu": cpu_name(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch": version("torch"), "numpy_blas": numpy_blas()}
+
+
 def describe_device(device: torch.device) -> str:
     """A short human-readable name, e.g. 'cpu (1 thread)' or 'cuda: NVIDIA H100'."""
     if device.type == "cuda":
