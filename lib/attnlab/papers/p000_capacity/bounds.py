@@ -16,8 +16,10 @@ import numpy as np
 
 
 def hoeffding_dk(m: int, delta: float = 0.1) -> int:
-    """Smallest d_k with m(m-1) exp(-d_k/8) <= delta: Hoeffding for a sum of d_k Rademacher
-    products, P(<w_a, w_b> >= d_k/2) <= exp(-d_k/8), union bound over the non-edges (digest T1)."""
+    """Smallest d_k with m(m-1) exp(-d_k/8) <= delta. Our derivation of an explicit constant for §4's
+    Construction I (the paper invokes Bernstein and a union bound, with no constant): <w_a, w_b> is a
+    sum of d_k independent +-1 products, so Hoeffding gives P(<w_a, w_b> >= d_k/2) <= exp(-(d_k/2)^2 /
+    (2 d_k)) = exp(-d_k/8); a union bound over the m(m-1) non-edges."""
     return math.ceil(8 * math.log(m * (m - 1) / delta))
 
 
@@ -73,7 +75,10 @@ def binom_tail_ge(n: int, q: float, k: float) -> float:
 
 def n3_scale(B: int, d_model: int, d_k: int, m: int | None = None) -> float:
     """Eq. (1) without its log: N3(B) ~ (B/d) sqrt(d_k) (the sqrt(log m) is the union bound over
-    all pairs; the per-pair standard deviation is (B/d) sqrt(d_k), digest T3). With m: times sqrt(ln m)."""
+    all pairs). The per-pair standard deviation (B/d) sqrt(d_k) is our derivation from the proof of
+    Theorem B.2 (App. B.2): N3 = sum_r X_r Y_r over the d_k columns, X_r and Y_r of scale
+    ||delta_i,V_k|| and ||delta_j,T_k||, whose squares have mean ~ B/d (proof of Cor. B.6, App. B.3);
+    a sum of d_k such products has standard deviation ~ (B/d) sqrt(d_k). With m: times sqrt(ln m)."""
     return B / d_model * math.sqrt(d_k) * (math.sqrt(math.log(m)) if m else 1.0)
 
 

@@ -34,7 +34,9 @@ def rbce_embeddings(m: int, d: int, p_b: float, gen: np.random.Generator) -> np.
 
 def random_permutation(m: int, gen: np.random.Generator, derangement: bool = False) -> np.ndarray:
     """A uniform random permutation pi of range(m) (edges i -> pi[i]); with `derangement`, redrawn
-    until it has no fixed point (the paper does not say which it uses; digest §2.1)."""
+    until it has no fixed point. The paper does not say which it uses: App. A.1 draws "a uniformly
+    random permutation", while §9's lower bound counts loop-free pairs N = m(m-1) and §7.3's task
+    rejects s = q."""
     while True:
         perm = gen.permutation(m)
         if not derangement or not (perm == np.arange(m)).any():
