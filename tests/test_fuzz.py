@@ -77,6 +77,9 @@ def bad_values(p: Param) -> list:
         out += [3, 1.5, True, ["a"]]
         if p.choices:
             out += ["no-such-choice", str(p.choices[0]).upper() + "x", ""]
+        if p.sep:  # a separated list of choices (e.g. tasks = "cumsum,sort"): each entry checked, none twice
+            out += [f"{p.choices[0]}{p.sep}no-such-choice", f"{p.choices[0]}{p.sep}{p.choices[0]}", p.sep,
+                    [p.choices[0], 3]]
     elif kind == "bool":
         out += [1, 0, "true", "yes", NAN, [True]]
     if p.kind.endswith("_list") or p.kind == "int_rows":
@@ -133,6 +136,15 @@ def test_bad_values_raise_a_one_line_parameter_error_naming_the_parameter(case):
             p.validate(None)
 
 
+def _allowed_text(p: Param, text: str) -> bool:
+    """Whether `text` is a value of the str parameter `p`: one of its choices, or for a separated
+    parameter (`sep`) one or more distinct choices separated by it (blanks around them ignored)."""
+    if not p.sep:
+        return text in p.choices
+    entries = [t.strip() for t in text.split(p.sep) if t.strip()]
+    return bool(entries) and all(t in p.choices for t in entries) and len(set(entries)) == len(entries)
+
+
 def _out_of_range(p: Param) -> st.SearchStrategy | None:
     """Hypothesis: scalars outside [min, max] or the choices, or non-integral floats for ints."""
     kind = _scalar_kind(p)
@@ -152,7 +164,7 @@ def _out_of_range(p: Param) -> st.SearchStrategy | None:
             parts.append(st.floats(min_value=p.max, exclude_min=True, allow_nan=False))
         parts.append(st.sampled_from([NAN, INF, -INF]))
     elif kind == "str" and p.choices:
-        parts.append(st.text(max_size=12).filter(lambda v: v not in p.choices))
+        parts.append(st.text(max_size=12).filter(lambda v: not _allowed_text(p, v)))
     elif kind == "bool":
         parts.append(st.one_of(st.integers(), st.floats(), st.text(max_size=5)))
     if not parts:

@@ -3,7 +3,12 @@
 Every knob of a chapter is a `Param`. A preset gives each one a value; a user overrides any
 of them (notebook parameters cell, `attnlab run -p NAME VALUE`). Bad values fail at once
 with one line naming the parameter, the value and what is allowed: a wrong type, NaN or ±inf
-for any number (also inside lists), a value outside [min, max] or not among the choices.
+for any number (also inside lists), a value outside [min, max] or not among the choices (with
+the closest choice suggested for a misspelt name).
+
+A list parameter also takes a comma-separated string of numbers ("1,2.5" or "[1, nan]": parsed,
+then each entry checked). A 'str' parameter with `sep=","` is a separated list of distinct names,
+each among `choices` (e.g. tasks = "cumsum,sort"); it is normalised to "cumsum,sort".
 
 Every int parameter declares a `max` (tests/test_fuzz.py fails otherwise): a typo such as
 N = 10**9 is refused before anything is allocated. Where the danger is a product of several
@@ -40,12 +45,15 @@ class Param:
     choices: tuple[Any, ...] | None = None
     nullable: bool = False  # None is a meaningful value
     width: int | None = None  # for 'int_rows'
+    sep: str | None = None  # for 'str': a `sep`-separated list of distinct entries, each among `choices`
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise TypeError(f"Param {self.name!r}: unknown kind {self.kind!r}; one of {', '.join(KINDS)}")
         if self.kind == "int_rows" and not self.width:
             raise TypeError(f"Param {self.name!r}: kind 'int_rows' needs a width")
+        if self.sep is not None and (self.kind != "str" or not self.sep.strip()):
+            raise TypeError(f"Param {self.name!r}: `sep` is for kind 'str' and must not be blank")
 
     def _fail(self, value: Any, allowed: str) -> ParameterError:
         err = ParameterError(f"parameter {self.name!r}: value {_short(value)} is not allowed; {allowed}")
@@ -64,7 +72,7 @@ class Param:
             except OverflowError:  # an int too large for a float
                 finite = kind == "int"
             if not finite:
-                raise self._fail(value, "expected a finite number")
+                raise self._fail(value, "expected a finite number")  # the value named is nan, inf or -inf
             if kind == "int":
                 if int(value) != value:
                     raise self._fail(value, "expected an integer")
@@ -81,7 +89,8 @@ class Param:
             if not isinstance(value, bool):
                 raise self._fail(value, "expected true or false")
         if self.choices is not None and value not in self.choices:
-            raise self._fail(value, "choose one of " + ", ".join(map(str, self.choices)))
+            raise self._fail(value, _did_you_mean(value, self.choices) + "choose one of "
+                             + ", ".join(map(str, self.choices)))
         if self.min is not None and value < self.min:
             raise self._fail(value, f"must be >= {self._bound(self.min)}")
         if self.max is not None and value > self.max:
@@ -97,21 +106,78 @@ class Param:
         if self.kind == "int_rows":
             if (not isinstance(value, (list, tuple)) or not value
                     or any(not isinstance(row, (list, tuple)) or len(row) != self.width for row in value)):
-                raise self._fail(value, f"expected a non-empty list of lists of {self.width} integers")
-            try:
-                return [[self._scalar(v, "int") for v in row] for row in value]
-            except ParameterError as err:
-                raise self._fail(value, "every entry: " + err.allowed) from None
+                example = "[[" + ", ".join(["1"] * self.width) + "]]"
+                raise self._fail(value, f"expected a non-empty list of lists of {self.width} integers, e.g. {example}")
+            return [[self._entry(value, v, "int") for v in row] for row in value]
         if self.kind.endswith("_list"):
+            scalar, given = self.kind[: -len("_list")], value
             if isinstance(value, numbers.Real) and not isinstance(value, bool):
                 value = [value]
+            elif isinstance(value, str):
+                value = self._numbers(value, scalar)
             if not isinstance(value, (list, tuple)) or len(value) == 0:
-                raise self._fail(value, "expected a non-empty list")
-            try:
-                return [self._scalar(v, self.kind[: -len("_list")]) for v in value]
-            except ParameterError as err:
-                raise self._fail(value, "every entry: " + err.allowed) from None
+                raise self._fail(value, f"expected a non-empty list of {'integers' if scalar == 'int' else 'numbers'}"
+                                        ", e.g. [1, 2] or '1,2'")
+            return [self._entry(given, v, scalar) for v in value]
+        if self.sep is not None:
+            return self._separated(value)
         return self._scalar(value, self.kind)
+
+    def _entry(self, value: Any, entry: Any, kind: str) -> Any:
+        """One entry of a list (or row) value, checked as a scalar; the error names the list and the entry."""
+        try:
+            return self._scalar(entry, kind)
+        except ParameterError as err:
+            raise self._fail(value, f"every entry: {err.allowed}; {_short(entry, 40)} is not") from None
+
+    def _numbers(self, text: str, kind: str) -> Any:
+        """A comma-separated string of numbers ('1,2', '[1, nan]') as a list; the string itself when it
+        is not one (it then fails as 'expected a list')."""
+        parts = [t.strip() for t in text.strip().removeprefix("[").removesuffix("]").split(",")]
+        if not text.strip() or not all(parts):
+            return text
+        out = []
+        for t in parts:
+            try:
+                out.append(int(t) if kind == "int" and t.lstrip("+-").isdigit() else float(t))
+            except ValueError:
+                raise self._fail(text, f"expected a list of {'integers' if kind == 'int' else 'numbers'}, "
+                                       f"e.g. [1, 2] or '1,2'; {t!r} is not a number") from None
+        return out
+
+    def _separated(self, value: Any) -> str:
+        """A `sep`-separated string (or a list of strings) of distinct entries, each among the choices,
+        normalised: entries stripped, empty ones dropped, joined by `sep`."""
+        sep = self.sep
+        among = f"distinct entries among {', '.join(map(str, self.choices))}" if self.choices else "distinct entries"
+        how = f"give one or more {among}, separated by {sep!r}"
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            entries = [v.strip() for v in value]
+        elif isinstance(value, str):
+            entries = [t.strip() for t in value.split(sep)]
+        else:
+            raise self._fail(value, "expected a string; " + how)
+        entries = [t for t in entries if t]
+        if not entries:
+            raise self._fail(value, how)
+        for t in entries:
+            if sep.strip() in t or (self.choices is not None and t not in self.choices):
+                hint = _did_you_mean(t, self.choices or ())
+                raise self._fail(value, f"{t!r} is unknown{' (' + hint.strip() + ')' if hint else ''}; {how}")
+        twice = next((t for i, t in enumerate(entries) if t in entries[:i]), None)
+        if twice is not None:
+            raise self._fail(value, f"{twice!r} is given twice; {how}")
+        return sep.join(entries)
+
+
+def _did_you_mean(value: Any, choices: tuple[Any, ...]) -> str:
+    """'did you mean 'sort'? ' for a string close to one of the choices (as for unknown parameter names)."""
+    if not isinstance(value, str):
+        return ""
+    import difflib
+
+    close = difflib.get_close_matches(value, [str(c) for c in choices], n=2, cutoff=0.6)
+    return f"did you mean {' or '.join(map(repr, close))}? " if close else ""
 
 
 def _short(value: Any, limit: int = 120) -> str:

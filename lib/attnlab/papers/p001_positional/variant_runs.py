@@ -21,7 +21,7 @@ from .tasks import TASKS
 
 TRAIN_PARAMS = (
     Param("n", "int", "input length (the paper: 8)", min=2, max=32),
-    Param("tasks", "str", f"comma-separated tasks among {', '.join(TASKS)}"),
+    Param("tasks", "str", f"comma-separated tasks among {', '.join(TASKS)}", choices=TASKS, sep=","),
     Param("seeds", "int", "models per (variant, task) (the paper: 10 runs)", min=1, max=20),
     Param("samples", "int", "training lists (the paper: 30,000)", min=16, max=200000),
     Param("steps", "int", "Adam steps (CI); null: `epochs`", min=1, max=2_000_000, nullable=True),

@@ -20,7 +20,8 @@ from ..tasks import TASKS, targets
 
 PARAMS = (
     Param("n", "int", "input length (the paper: 8)", min=2, max=32),
-    Param("tasks", "str", "comma-separated tasks among cumsum, cummin, cummedian, sort, maxsub"),
+    Param("tasks", "str", "comma-separated tasks among cumsum, cummin, cummedian, sort, maxsub", choices=TASKS,
+          sep=","),
     Param("embed", "int", "embedding width E", min=2, max=256),
     Param("hidden", "int", "MLP hidden width", min=1, max=1024),
     Param("samples", "int", "training lists (the paper: 30,000)", min=64, max=1_000_000),
