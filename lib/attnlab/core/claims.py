@@ -27,6 +27,12 @@ from typing import Any
 
 MIME = "application/vnd.attnlab.claims+json"  # the table's machine-readable form, what CI compares
 
+# The declared precision of a trained value: a float32 training run follows another trajectory when the
+# CPU's instruction set or BLAS kernel changes the last bits of a sum, so its CI-scale numbers move between
+# machines (measured between this book executed with AVX-512 and with AVX2 kernels: by up to 9 %). A
+# trained row's numbers are compared within this relative tolerance, and its verdict must be the same.
+TRAINED_RTOL = 0.25
+
 VERDICT_MARK = {"reproduced": "✅ reproduced", "fails": "❌ fails", "inconclusive": "❔ inconclusive",
                 "not run": "⏳ not run", "consistency check": "🔁 consistency check"}
 KINDS = tuple(VERDICT_MARK)  # only "reproduced" counts as a reproduction
@@ -65,11 +71,14 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def bound(value: float, limit: float) -> str:
+def bound(value: float, limit: float, signed: bool = False) -> str:
     """A residual (an error that is zero in exact arithmetic) printed as the bound it is checked
-    against, `< limit`, so that rounding noise below it (which differs between CPUs) never prints;
-    a value at or above the bound prints as itself."""
-    return f"< {limit:g}" if abs(value) < limit else fmt(value)
+    against, `< limit` (`0 ± limit` for a signed one, e.g. a slack that must be ≥ 0), so that rounding
+    noise below it (which differs between CPUs) never prints; a value at or beyond the bound prints as
+    itself."""
+    if abs(value) < limit:
+        return f"0 ± {limit:g}" if signed else f"< {limit:g}"
+    return fmt(value)
 
 
 NUMBER = re.compile(r"[-+\u2212]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+\u2212]?\d+)?")

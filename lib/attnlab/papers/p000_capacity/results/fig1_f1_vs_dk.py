@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -70,7 +70,7 @@ def claims(result: dict) -> ClaimsTable:
     cfg = result["config"]
     m, d = cfg["m"], cfg["d_model"]
     f = mean_f1(result)
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     single = [v for (h, D), v in f.items() if h == 1]
     t.add("1", f"§6, Figs. 1 and 9: a single head fails to separate signal from superposition noise (best mean F1 of "
                f"h = 1 over D_K ∈ {sorted(cfg['dks'])}, m = {m}, d = {d})", paper="< 0.99", ours=max(single),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -88,7 +88,7 @@ def claims(result: dict) -> ClaimsTable:
     m, d = cfg["panels"][0]
     f = mean_f1(result, "softmax")
     fmax = mean_f1(result, "max")
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     top = max(D for _, D in f)
     single = [v for (h, D), v in f.items() if h == 1]
     multi = max(v for (h, D), v in f.items() if h > 1 and D == top) if any(h > 1 for h, _ in f) else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -69,7 +69,7 @@ def mean_mse(result: dict, d: int) -> dict[tuple[int, int], float]:
 
 def claims(result: dict) -> ClaimsTable:
     cfg = result["config"]
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     ds = sorted(cfg["d_models"])
     lo_d, hi_d = ds[0], ds[-1]
     f = mean_mse(result, lo_d)

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -98,7 +98,7 @@ def claims(result: dict) -> ClaimsTable:
     cfg = result["config"]
     m, d = cfg["m"], cfg["d_model"]
     rs = sorted(cfg["degrees"])
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     dense = [r for r in rs if r >= 2]
     if dense:
         r2 = dense[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -83,7 +83,7 @@ def compute(ctx: Context) -> dict:
 
 def claims(result: dict) -> ClaimsTable:
     rows = result["diagonal"]
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     by_m = {r["m"]: r for r in rows}
     # (a) the printed diagonal
     law = 12 / 9   # log2 4096 / log2 512

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
@@ -130,7 +130,7 @@ def claims(result: dict) -> ClaimsTable:
     t = ClaimsTable()
     g = result["incoherence"]["gun"]
     t.consistency("1", "Cor. B.6: GUN rows are unit-norm, so ε_d = 0 (largest |u_i(i) − 1|)".replace("|", ""),
-                  expected=0.0, ours=g["eps_d"], holds=g["eps_d"] < 1e-12, tolerance="< 1e-12", asserted=True)
+                  expected=0.0, ours=bound(g["eps_d"], 1e-12), holds=g["eps_d"] < 1e-12, tolerance="< 1e-12", asserted=True)
     ratio = [g["rho"][str(B)] * d / B for B in cfg["gun_blocks"] if B >= d // 2]
     small = [g["rho"][str(B)] * d / B for B in cfg["gun_blocks"] if B < d // 2]
     t.add("2", "Cor. B.6: ρ(B) ≲ B/d for GUN (ρ(B) d / B for B ≥ d/2; worst case over all i and all S)",

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
@@ -130,13 +130,13 @@ def claims(result: dict) -> ClaimsTable:
     cells = result["cells"]
     err = max(c["background_mean_err"] for c in cells)
     t.consistency("1", "Eq. (14): the mean non-owner mass over the context is (h − 1)/ℓ (largest deviation, every source)",
-                  expected=0.0, ours=err, holds=err < 1e-9, tolerance="< 1e-9", asserted=True)
+                  expected=0.0, ours=bound(err, 1e-9), holds=err < 1e-9, tolerance="< 1e-9", asserted=True)
     lemma = result["lemma82"]
     t.consistency("2", "Lemma 8.2 on random logits: softmax(z)⋆ ≥ 1/(1 + (ℓ−1)e^{−(a−b)}) (smallest slack)",
-                  expected="≥ 0", ours=lemma["min_slack"], holds=lemma["min_slack"] >= -1e-12, tolerance="≥ −1e-12 (rounding)",
+                  expected="≥ 0", ours=bound(lemma["min_slack"], 1e-12, signed=True), holds=lemma["min_slack"] >= -1e-12, tolerance="≥ −1e-12 (rounding)",
                   asserted=True)
     t.consistency("3", "Lemma 8.2 is tight: equality when every other logit equals b (largest gap)", expected=0.0,
-                  ours=lemma["equality_gap"], holds=lemma["equality_gap"] < 1e-12, tolerance="< 1e-12", asserted=True)
+                  ours=bound(lemma["equality_gap"], 1e-12), holds=lemma["equality_gap"] < 1e-12, tolerance="< 1e-12", asserted=True)
     slack = [c["lemma82_min_slack"] for c in cells if c["lemma82_min_slack"] is not None]
     t.consistency("4", "Eq. (9) on the built heads: owner-head mass of the true target ≥ the Lemma 8.2 bound from its "
                        "own logit gap (smallest slack)", expected="≥ 0", ours=min(slack),

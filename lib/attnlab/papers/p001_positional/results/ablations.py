@@ -4,7 +4,7 @@ numbers and the positions to a Transformer, trained on cumulative sum (Fig. 25) 
 
 from __future__ import annotations
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -62,7 +62,7 @@ def compute(ctx: Context) -> dict:
 def claims(result: dict) -> ClaimsTable:
     cfg, runs = result["config"], result["runs"]
     cmax = max(cfg["c_list"])
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     for task in task_list(cfg):
         fig = "Fig. 25" if task == "cumsum" else "Fig. 26" if task == "sort" else "Figs. 25–26"
         base = at(cfg, runs["3"][task]["test"], cmax)

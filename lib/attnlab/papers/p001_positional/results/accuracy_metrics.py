@@ -8,7 +8,7 @@ import time
 import numpy as np
 import torch
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.hashing import derive_seed
 from attnlab.core.params import Param, ParameterError
@@ -141,7 +141,7 @@ def claims(result: dict) -> ClaimsTable:
     tasks, c = task_list(cfg), np.array(cfg["c_list"])
     untrained = [t for t in TASKS if t not in tasks]
     ood = c >= 2
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     drop = {(k, tk): median(result, k, tk, "rounding")[-1] - median(result, k, tk, "rounding")[0]
             for k in KINDS for tk in tasks}
     t.add("1", f"the accuracies fall as c grows, for both architectures (rounding accuracy at c = {c[-1]:g} minus "

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import torch
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -143,7 +143,7 @@ def analysis(result: dict) -> dict:
 def claims(result: dict) -> ClaimsTable:
     cfg, runs = result["config"], result["runs"]
     a = analysis(result)
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     spread = max(r["spread"] for r in runs["positional"])
     t.consistency("1", f"positional attention (Eq. 3) of the trained positional models is bit-identical for every probe "
                   f"cX, c = 1…8, both X (largest difference, {len(runs['positional'])} model(s))",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -62,7 +62,7 @@ def claims(result: dict) -> ClaimsTable:
     cmax, tasks = max(cfg["c_list"]), task_list(cfg)
     Ls, hs = cfg["layers_list"], sorted(cfg["hidden_list"])
     name = lambda L, h: f"standard, L = {L}, hidden {h}"  # noqa: E731
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     for task in tasks:
         fig = {"cumsum": "Fig. 20", "cummin": "Fig. 21"}.get(task, "Figs. 20–21")
         for L in Ls:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
@@ -75,7 +75,7 @@ def compute(ctx: Context) -> dict:
 
 
 def claims(result: dict) -> ClaimsTable:
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     cfg, emp = result["config"], result["empirical"]
     z, L = cfg["z"], cfg["L_train"]
     t.add("1", f"App. G: the empirical discrepancy is ≥ z with probability ≥ {paper.APP_G_PROB_PRINTED} for large n "

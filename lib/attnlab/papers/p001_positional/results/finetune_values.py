@@ -10,7 +10,7 @@ import time
 import numpy as np
 import torch
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import OPERATIONAL, Context, Experiment
 from attnlab.core.hashing import derive_seed, stable_hash
 from attnlab.core.params import Param, ParameterError
@@ -116,7 +116,7 @@ def claims(result: dict) -> ClaimsTable:
     cfg = result["config"]
     tab = table(result)
     c = cfg["scale_ft"]
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     for task, per in tab.items():
         gain = {k: per[k][1] / per[k][2] for k in KINDS}
         ref = {k: paper.TABLE1[task][k][1] / paper.TABLE1[task][k][2] for k in KINDS} if task in paper.TABLE1 else None

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -132,7 +132,7 @@ def analysis(result: dict) -> dict:
 def claims(result: dict) -> ClaimsTable:
     cfg, base = result["config"], result["baseline"]
     a = analysis(result)
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     for key, task in (("1", "cumsum"), ("2", "sort")):
         b, ls = base[task], base[task]["least_squares"]
         ok = abs(ls["mse"] - b["mse"]) <= 4 * ls["stderr"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnlab.core import pretrained
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError, require_memory
 
@@ -152,7 +152,7 @@ def median(rows: list[dict], metric: str, scales: list[int]) -> list[float]:
 
 
 def claims(result: dict, full: dict | None = None) -> ClaimsTable:
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     cfg = result["config"]
     which = result["model"]
     first = next(iter(result["lm"].values()))[0]

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.hashing import stable_hash
 from attnlab.core.params import Param, ParameterError, require_memory
@@ -155,7 +155,7 @@ def summary(result: dict, sweep: str) -> dict:
 
 
 def claims(result: dict, full: dict | None = None) -> ClaimsTable:
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     g = result["generator"]
     t.consistency("1", f"generator = Sanford et al.'s definition of hop_k on all {g['strings']} strings over 3 letters "
                   "without immediate repetition, lengths 1–7, k = 0–3 (mismatching strings)", expected=0,

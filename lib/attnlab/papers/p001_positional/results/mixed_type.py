@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.hashing import stable_hash
 from attnlab.core.params import Param, ParameterError, require_memory
@@ -169,7 +169,7 @@ def by_samples(result: dict, variant: str, kind: str, split: str) -> dict:
 
 
 def claims(result: dict, full: dict | None = None) -> ClaimsTable:
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     g = result["generator"]
     ok = g["worst_answer_error"] <= 0.021 and g["bad_ids"] == g["bad_noise"] == g["bad_values"] == 0
     t.consistency("1", f"generator (App. D.3.1–D.3.2): {g['checked']} prompts of the three variants at c = 1, 3, 10; "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
@@ -81,7 +81,7 @@ def is_paper_protocol(cfg: dict) -> bool:
 def claims(result: dict, full: dict | None = None) -> ClaimsTable:
     """Digest §7 claims 16 and 17 (asserted at CI scale on cumsum, cummin, maxsub), median and sort
     as a smoke run (inconclusive below the paper's protocol), claim 21 at paper scale."""
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     cfg, tasks = result["config"], result["tasks"]
     i1, i10 = _at(result, 1.0), _at(result, 10.0)
     paper_scale = is_paper_protocol(cfg)
@@ -126,7 +126,7 @@ def claims(result: dict, full: dict | None = None) -> ClaimsTable:
 
 def paper_scale_claims(full: dict) -> ClaimsTable:
     """Claim 21 measured on a stored paper-scale run (rows not asserted)."""
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     _paper_scale(t, full)
     return t
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -81,7 +81,7 @@ def claims_bos(result: dict) -> ClaimsTable:
     cfg = result["config"]
     paper_case = dict(T=cfg["T"], L=cfg["L"], d=cfg["d"], p=cfg["p"]) == paper.FIG3_MODEL
     ci = not paper_case
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     ch = result["chosen"]
     acc = ch["final_accuracy"]
     thr = 0.99 if paper_case else 0.95

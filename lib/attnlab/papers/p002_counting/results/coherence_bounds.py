@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 from attnlab.core.progress import tqdm
@@ -69,7 +69,7 @@ def compute_coherence_bounds(ctx: Context) -> dict:
 
 
 def claims_coherence_bounds(result: dict) -> ClaimsTable:
-    cfg, t = result["config"], ClaimsTable()
+    cfg, t = result["config"], ClaimsTable(rtol=TRAINED_RTOL)
     T, L = cfg["T"], cfg["L"]
     table = {(r["T"], r["L"]): r for r in result["table"]}
     r = table[(32, 10)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -120,7 +120,7 @@ def claims_entangled(result: dict) -> ClaimsTable:
     cfg = result["config"]
     T = cfg["T"]
     ci = cfg["scale"] == "ci"
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     for k, m in enumerate(result["models"]):
         v, main = m["variant"], k == 0
         tag = f"{v} (p = {m['p']})"

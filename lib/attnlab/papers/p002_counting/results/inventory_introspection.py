@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -105,7 +105,7 @@ def claims_inventory(result: dict) -> ClaimsTable:
         [lin["T"], lin["d"], lin["p"]] == paper.FIG5_MODEL
     ci = not paper_case
     n = len(cfg["seed_list"])
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     a = _acc(dot)
     t.add("4 acc", f"accuracy of the best of {n} dot+sftm models (T = {dot['T']}, d = p = {dot['d']})",
           paper=paper.FIG4_ACCURACY,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
@@ -83,7 +83,7 @@ def claims_slices(result: dict) -> ClaimsTable:
     """Digest §9 claims 10-12 and the §5.1 section claims (final accuracy, over the seeds run)."""
     cfg = result["config"]
     ci = cfg["T"] < 32
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     S = {n: tuple(dp) for n, dp in result["slices"].items()}
     st = lambda v, n: stats(result, v, n)  # noqa: E731
     pct = lambda x: f"{100 * x:.0f}"  # noqa: E731

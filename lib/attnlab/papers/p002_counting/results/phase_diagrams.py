@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
@@ -84,7 +84,7 @@ def claims_phase(result: dict) -> ClaimsTable:
     d_list, p_list = result["d_list"], result["p_list"]
     dmax = max(d_list)
     n_seeds = len(result["seeds"])
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
 
     # claim 13 (3): nothing can be learnt at d = 1
     if 1 in d_list:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
@@ -83,7 +83,7 @@ def claims_variants(result: dict) -> ClaimsTable:
     cfg = result["config"]
     success = cfg["success"]
     ref = result["sweeps"][0]
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     by_T = [sw for sw in result["sweeps"][1:] if sw["T"] != ref["T"] and sw["L"] == ref["L"]]
     for sw in result["sweeps"][1:]:
         for v in result["variants"]:

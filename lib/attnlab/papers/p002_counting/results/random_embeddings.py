@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -80,7 +80,7 @@ def claims_random_embeddings(result: dict) -> ClaimsTable:
     T = cfg["T"]
     ci = cfg["scale"] == "ci"
     seeds = cfg["seed_list"]
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     variants = [m["variant"] for m in result["models"]]
     los = {}
     for v in variants:

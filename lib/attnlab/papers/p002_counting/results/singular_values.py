@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
@@ -69,7 +69,7 @@ def claims_svd(result: dict) -> ClaimsTable:
     """Digest §9 claim 15 on the models with accuracy ≥ min_accuracy."""
     cfg = result["config"]
     T, ci = cfg["T"], cfg["T"] < 32
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     med = {v: (float(np.median(r)) if (r := ratios(result, v)) else None) for v in ORDER}
     kept = {v: len(ratios(result, v)) for v in ORDER}
     n = sum(1 for m in result["models"] if m["variant"] == "lin" and m["ratio"] is not None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.papers.p003_allocation import bounds, paper, sweeps, tasks
@@ -80,7 +80,7 @@ def shape(result: dict) -> dict:
 def claims(result: dict) -> ClaimsTable:
     cfg = result["config"]
     s = shape(result)
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     t.add("1", "Fig. 2: a trade-off: the best MSE is lowest at an interior H, both ends >= 2x the minimum",
           paper="U-shape", ours=f"argmin H = {s['argmin']}; ends {s['left']:.1f}x, {s['right']:.1f}x",
           holds=s["interior"] and s["left"] >= 2 and s["right"] >= 2, tolerance="interior argmin, ends >= 2x",

@@ -13,7 +13,7 @@ import functools
 import numpy as np
 import torch
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
@@ -156,7 +156,7 @@ def claims(result: dict) -> ClaimsTable:
     s = summary(result)
     sharp = result["teacher"]["sharpness"]
     du = result["uniform"]["ce"] - result["teacher"]["ce_plain"]
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     ratio = sharp["max_weight"] / sharp["uniform_max_weight"]
     t.consistency("1", "the teacher's head is sharp (not the near-uniform head of an undertrained model): its mean "
                   "largest attention weight is at least 3x uniform attention's", expected=">= 3x",
@@ -164,7 +164,7 @@ def claims(result: dict) -> ClaimsTable:
                   tolerance="ratio >= 3", asserted=True)
     if str(K) in st:
         t.consistency("2", "at d_h = d_H the SVD initialisation is the teacher (Cor. 5.1 with zero tail)",
-                      expected="MSE < 1e-20", ours=st[str(K)]["init_mse"], holds=st[str(K)]["init_mse"] < 1e-20,
+                      expected="MSE < 1e-20", ours=bound(st[str(K)]["init_mse"], 1e-20), holds=st[str(K)]["init_mse"] < 1e-20,
                       asserted=True)
     inits = [st[str(k)]["init_mse"] for k in cfg["ranks"]]
     mono = all(b <= a * (1 + 1e-6) + 1e-30 for a, b in zip(inits, inits[1:]))
@@ -184,13 +184,14 @@ def claims(result: dict) -> ClaimsTable:
         frac = s[str(q)]["dce_frac"]
         t.add("6", f"Fig. 6: 4x compression costs the decoder a negligible loss: its loss increase with the student "
               "in place, as a fraction of the increase with uniform attention in the head's place",
-              paper="negligible", ours=f"{s[str(q)]['dce']:+.2g} of {du:.2g} nats ({100 * frac:.2g}%)",
+              paper="negligible", ours=(f"|Δ| < 0.1% of {du:.2g} nats" if abs(frac) < 1e-3 else  # float32 noise below 0.1%
+                    f"{s[str(q)]['dce']:+.2g} of {du:.2g} nats ({100 * frac:.2g}%)"),
               holds=frac <= 0.1, tolerance="<= 10%", asserted=True, source="text")
         if 1 in cfg["ranks"] and q > 1:
             r1, rq = s["1"]["mse_frac"], s[str(q)]["mse_frac"]
             t.consistency("7", f"the test is not trivial: the d_h = 1 student misses more of the teacher's "
                           f"attention than d_h = {q} (MSE as a fraction of uniform attention's)",
-                          expected="> 2x", ours=f"{r1:.2e} vs {rq:.2e}", holds=r1 > 2 * rq, tolerance="ratio > 2",
+                          expected="> 2x", ours=f"{r1:.2e} vs {bound(rq, 1e-4)}", holds=r1 > 2 * rq, tolerance="ratio > 2",
                           asserted=True)
     if cfg["scale"] != "full":
         t.not_run("8", "Fig. 6 at paper scale: the d_H = 64 teacher of Fig. 5 (12 heads, 6 layers, L 256), "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
@@ -95,7 +95,7 @@ def _check_task(task: I.InductionTask, x, starts) -> bool:
 
 def claims(result: dict) -> ClaimsTable:
     cfg = result["config"]
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     n_ind = result["n_val"] * (cfg["repeats"] - 1) * (cfg["P"] - 1)
     t.consistency("1", "the task: every sequence repeats its pattern at the recorded places (no overlap); induction "
                   "positions in the validation split = n_val (repeats - 1)(P - 1)", expected=n_ind,

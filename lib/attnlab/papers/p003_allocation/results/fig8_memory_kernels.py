@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.papers.p003_allocation import paper, sweeps, tasks
@@ -88,7 +88,7 @@ def tradeoffs(result: dict) -> dict:
 def claims(result: dict) -> ClaimsTable:
     cfg = result["config"]
     tr = tradeoffs(result)
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     for fam in result["runs"]:
         us = [k.split(":")[1] for k, v in tr.items() if k.startswith(fam + ":") and v["u"]]
         t.inconclusive(f"1.{fam}", f"{fam} kernels: a head-count trade-off (interior optimum, ends >= 1.5x) at alpha = "

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
@@ -131,7 +131,7 @@ def claims(result: dict) -> ClaimsTable:
     cfg, info = result["config"], result["model"]
     sl = slopes(result)
     jm = series(result, "middle_jac")
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     sub = f"[SUBSTITUTE {info['name']}] " if info["substitute"] else ""
     falls = bool(sl["middle_jac"] < 0 and jm[-1] < jm[0])
     t.add("1", sub + "Fig. 3: ||J||_2 of the softmax falls with L (middle query; log-log slope)", paper="decreasing",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.fits import power_fit
 from attnlab.core.params import Param, ParameterError
@@ -70,7 +70,7 @@ def seed_slope_ratios(result: dict, variant: str) -> list[float]:
 def claims_fig2a(result: dict, full: dict | None = None) -> ClaimsTable:
     """Digest claim 16: the slope below d_h is > 5 times the slope above (a plateau after d = d_h); the
     paper's curve and the parametrization finding (16a, 16b) on the stored paper-scale run `full`."""
-    per, t = result["per_variant"], ClaimsTable()
+    per, t = result["per_variant"], ClaimsTable(rtol=TRAINED_RTOL)
     paper_ratio = round(EXP3_SLOPES["below"] / EXP3_SLOPES["above"], 1)
     for v, key, name in (("repo", "16a", "authors' code"), ("paper", "16b", "Eq. (1)")):
         if v in per:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
@@ -29,7 +29,7 @@ def compute_fig3(ctx: Context) -> dict:
 def claims_fig3(result: dict, full: dict | None = None) -> ClaimsTable:
     """Digest claim 17 (17a, 17b asserted: the digest's thresholds, wide margins at CI scale), and every
     curve of the paper's Fig. 3 against the stored paper-scale run `full` (not run without it)."""
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     claims_aot_mlp(t, result, "17", EXP5_H, EXP5_AOT, EXP5_MLP, asserted=True)
     aot_mlp_curve_rows(t, "P17", "Fig. 3", full, EXP5_H, EXP5_AOT, EXP5_MLP, EXP5_N,
                        full_command("fig3-aot-vs-mlp"), "H = 1 … 31 (w = 0 … 60d)")

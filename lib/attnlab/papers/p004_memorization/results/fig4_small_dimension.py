@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.fits import power_fit, presaturation
 from attnlab.core.params import Param, ParameterError
@@ -66,7 +66,7 @@ def claims_fig4(result: dict, full: dict | None = None) -> ClaimsTable:
     """Digest claim 18 (asserted), the slope ratio (erratum 7), the d_h = 5 text (errata 6, 13, 15)."""
     cfg, an = result["config"], {int(k): v for k, v in result["analysis"].items()}
     H, d = cfg["H_list"], cfg["d"]
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     if d in an:
         a = an[d]
         margin = float(np.min(np.subtract(a["accuracy"], a["bound_valid"])))

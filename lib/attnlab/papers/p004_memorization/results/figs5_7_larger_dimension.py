@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param
 
@@ -39,7 +39,7 @@ def compute_figs5_7(ctx: Context) -> dict:
 def claims_figs5_7(result: dict, full: dict | None = None) -> ClaimsTable:
     """Figs. 5-7 at this scale (Exps. 1, 2, 5 at a larger N); every curve of the paper's figures against
     the stored paper-scale run `full` (not run without it)."""
-    t = ClaimsTable()
+    t = ClaimsTable(rtol=TRAINED_RTOL)
     per_d = {int(k): v for k, v in result["exp5"]["per_d"].items()}
     r2 = min(v["aot_r2_presat"] for v in per_d.values())
     t.add("5a", "Fig. 5: AoT accuracy linear in H before saturation (least R² over d)", paper="linear",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnlab.core.claims import ClaimsTable
+from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
@@ -124,7 +124,7 @@ def claims_props(result: dict) -> ClaimsTable:
               holds=v < 1e-6, tolerance="< 1e-6", asserted=True, source="text")
         ex = max(abs(result["fits"][str(d)]["exact_kl"]) for d in ds if d >= N - 1)
         t.add("10d", "Prop. 2's explicit encoder (W spans 1⊥, E = centred log π_t) for d ≥ N − 1", paper=0.0,
-              ours=float(f"{ex:.1e}"), holds=ex < 1e-12, tolerance="< 1e-12", asserted=True, source="text")
+              ours=bound(ex, 1e-12), holds=ex < 1e-12, tolerance="< 1e-12", asserted=True, source="text")
     aot = result["aot"]
     margins = [aot["kl"][i] - kl[d] for i, d in enumerate(cfg["aot_d_list"])]
     t.add("P1", f"Prop. 1: a trained AoT (H = {cfg['aot_H']}, d = d_h ∈ {cfg['aot_d_list']}) has KL ≥ KL*(d) "
@@ -137,10 +137,10 @@ def claims_props(result: dict) -> ClaimsTable:
                   asserted=True, source="text")
     rel, absdiff = circle_agreement(result)
     t.consistency("9b", "closed form log(1 + Σ_k e^{−λ(1 − cos 2πk/N)}) = direct softmax: largest rel. diff "
-                  "(KL ≥ 1e-6)", expected="equal", ours=float(f"{rel:.1g}"), holds=rel < 1e-9, tolerance="< 1e-9",
+                  "(KL ≥ 1e-6)", expected="equal", ours=bound(rel, 1e-9), holds=rel < 1e-9, tolerance="< 1e-9",
                   asserted=True)
     t.consistency("9b", "… and largest absolute diff over the whole λ grid (float64 cancellation in the direct form)",
-                  expected="equal", ours=float(f"{absdiff:.1g}"), holds=absdiff < 1e-10, tolerance="< 1e-10",
+                  expected="equal", ours=bound(absdiff, 1e-10), holds=absdiff < 1e-10, tolerance="< 1e-10",
                   asserted=True)
     if "10" in circ:
         c = circ["10"]
