@@ -83,15 +83,15 @@ def test_time_split_is_the_arithmetic_of_the_profiles():
     assert t["products_share"] == pytest.approx(0.4) and t["ceiling"] == pytest.approx(20.0)
     assert t["products_gain"] == pytest.approx(64 * 10 / 400) and t["rest_gain"] == pytest.approx(64 * 90 / 600)
     assert bench.time_split({"workloads": {"w": {}}}, "w") is None
-    assert "| w | 8.0× | 40 % | 1.6× | 9.6× | 20× |" in bench.readme_table(rec | {
+    assert "| w | 8.0× | 40 % | 1.6× | 9.6× | 20× |" in bench.performance_tables(rec | {
         "machine": {"cpu": "x", "torch": "t", "cores": 2}, "repeats": 3, "date": "d", "clock": "process_time",
         "load_average_start": [0, 0, 0], "load_average_end": [0, 0, 0],
         "workloads": {"w": {"models": 64, "speedup": 8.0, "batched_s": 1.0, "plain_s": 8.0, "grouped_s": 2.0,
                             "grouped_speedup": 4.0, "single_batched_s": 0.1, "single_plain_s": 0.1}}}, None)
 
 
-def test_readme_table_has_one_row_per_workload_with_the_recorded_numbers(record):
-    times, split = bench.readme_table(record).split("Where the time goes")
+def test_performance_table_has_one_row_per_workload_with_the_recorded_numbers(record):
+    times, split = bench.performance_tables(record).split("Where the time goes")
     rows = [ln for ln in times.splitlines() if ln.startswith("| 00")]
     assert len(rows) == len(record["workloads"])
     for row, w in zip(rows, record["workloads"].values()):
@@ -165,17 +165,17 @@ def test_cli_rejects_bad_arguments_with_a_clear_message(argv, message, capsys):
     assert err.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_readme_shows_a_gpu_table_when_a_gpu_record_exists(record):
+def test_performance_page_shows_a_gpu_table_when_a_gpu_record_exists(record):
     gpu = json.loads(json.dumps(record))
     gpu["machine"]["device"] = "cuda: NVIDIA H100"
     gpu["clock"] = "wall_time_synchronized"
     for w in gpu["workloads"].values():
         w["models"], w["plain_timed_models"] = 1000, 32
-    text = bench.readme_table(record, gpu)
+    text = bench.performance_tables(record, gpu)
     assert "On a GPU" in text and "1000 models" in text and "(from 32 timed)" in text
     assert "wall time after a CUDA synchronize" in text and "throughput-cuda.json" in text
     if not bench.GPU_RECORD.exists():
-        assert "No GPU record yet" in bench.readme_table()
+        assert "No GPU record yet" in bench.performance_tables()
 
 
 def test_the_benchmark_runs_headless_with_only_torch_and_numpy(tmp_path):

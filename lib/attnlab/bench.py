@@ -16,7 +16,7 @@ Per workload the record holds: the sweep as one program (`batched_s`), the 64 pl
 another (`plain_s`), their ratio (`speedup`), and one model alone both ways (`single_*`: the
 replica program with one replica against that model's plain loop), and a profile (`profile_workload`,
 unless --no-profile): where the program's time goes, and how much of it, and of the plain loop's,
-is matrix products (`time_split`: the README's second table). `--quick` is a smoke run
+is matrix products (`time_split`: the second table of book/performance.md). `--quick` is a smoke run
 (few steps, one repeat) that writes nothing unless `--out` is given.
 
 On a GPU (`--device cuda`) the times are wall time after a synchronize (`core.benchmark.clock`), the
@@ -175,13 +175,14 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-# --- the README table -----------------------------------------------------------------------------------
+# --- the tables of book/performance.md -------------------------------------------------------------------
 GPU_COMMAND = "python -m attnlab.bench --device cuda --models 1000 --plain-sample 32"
 
 
-def readme_table(record: dict | None = None, gpu_record: dict | None = None) -> str:
-    """The README's throughput tables (Markdown), from the records (default: results/bench/throughput.json
-    and, where it exists, results/bench/throughput-cuda.json)."""
+def performance_tables(record: dict | None = None, gpu_record: dict | None = None) -> str:
+    """The throughput tables of the book's Performance page (written by `attnlab book` between the
+    bench markers of book/performance.md), in Markdown, from the records (default:
+    results/bench/throughput.json and, where it exists, results/bench/throughput-cuda.json)."""
     rec = record if record is not None else json.loads(RECORD.read_text())
     if gpu_record is None and record is None and GPU_RECORD.exists():
         gpu_record = json.loads(GPU_RECORD.read_text())

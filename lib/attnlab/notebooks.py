@@ -307,14 +307,15 @@ def status_table(paper: str) -> str:
 
 
 def cost_table() -> str:
-    """The README's cost table: every chapter's measured CI time (book/timings.csv) and verdicts."""
+    """The table of book/costs.md ("What each chapter costs"): every chapter, linked, with its measured CI
+    time (book/timings.csv) and its verdicts."""
     timings = read_timings()
     out = ["| chapter (paper result) | CI time | claims: " + " / ".join(SHORT[k] for k in KINDS) + " |",
            "|---|---|---|"]
     for exp in registry().values():
         n = count_kinds(claims_of(exp.executed) if exp.executed.exists() else [])
         t = timings.get(exp.id, {}).get("seconds")
-        out.append(f"| {exp.paper[:3]} {exp.label}: {exp.title} | {t + ' s' if t else '–'} | "
+        out.append(f"| {exp.paper[:3]} {exp.label}: [{exp.title}]({exp.id}.ipynb) | {t + ' s' if t else '–'} | "
                    + " / ".join(str(n[k]) for k in KINDS) + " |")
     total = sum(float(timings[e.id]["seconds"]) for e in registry().values() if e.id in timings)
     out += ["", f"{len(registry())} chapters, {total:.0f} s of chapter time in all (measured at CI scale, one "
@@ -346,6 +347,10 @@ def papers_table() -> str:
     return "\n".join(out)
 
 
+# The last part of the toc, "About this book" (pages in book/): using the book, then how it is made.
+ABOUT_PAGES = ("rerun", "scorecard", "errata", "costs", "performance", "design")
+
+
 def toc_yaml() -> str:
     """_toc.yml from the registry: one part per paper (its overview, chapters in book order, errata),
     then the pages about the book. Written by `attnlab book`, so a registered chapter is in the toc."""
@@ -365,22 +370,23 @@ def toc_yaml() -> str:
             lines += [f"          - file: {f}" for f in pages]
         else:
             lines += [f"      - file: {f}" for f in pages]
-    lines += ['  - caption: "Using the book"', "    chapters:", "      - file: book/rerun",
-              "      - file: book/errata", "      - file: book/scorecard"]
+    lines += ['  - caption: "About this book"', "    chapters:"]
+    lines += [f"      - file: book/{page}" for page in ABOUT_PAGES]
     return "\n".join(lines) + "\n"
 
 
 def write_generated_pages() -> None:
-    """Write book/scorecard.md, the status tables of the paper overview pages and the README's cost table."""
+    """Write _toc.yml, book/scorecard.md, the tables of the intro and of the paper overview pages, and the
+    generated tables of book/costs.md (`cost_table`) and book/performance.md (`bench.performance_tables`)."""
     (REPO_ROOT / "_toc.yml").write_text(toc_yaml())
     (BOOK / "scorecard.md").write_text(scorecard_markdown())
     _replace_between(BOOK / "intro.md", "papers", papers_table())
     for pkg in packages():
         _replace_between(BOOK / pkg.ID / "overview.md", "status", status_table(pkg.ID))
-    _replace_between(REPO_ROOT / "README.md", "costs", cost_table())
-    from .bench import readme_table
+    _replace_between(BOOK / "costs.md", "costs", cost_table())
+    from .bench import performance_tables
 
-    _replace_between(REPO_ROOT / "README.md", "bench", readme_table())
+    _replace_between(BOOK / "performance.md", "bench", performance_tables())
 
 
 def toc_files() -> list[str]:

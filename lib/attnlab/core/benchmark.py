@@ -20,7 +20,7 @@ class Workload:
     """name: "<paper id> <what>"; config: JSON-serialisable, with "paper", "steps" and one key starting
     with "models " (one row per model, its last entry the seed), and "device" when the runner sets one
     (absent: the CPU; the functions build their models there and time with `clock`); describe: one line
-    for the README;
+    for the Performance page's table;
     single: the index of the model also timed alone; batches(config, steps) -> the batches;
     train_batched(config, batches, steps, idx or None) -> seconds (the models at idx, or all, as one
     program); train_plain(config, batches, steps, row) -> seconds (one plain model)."""
