@@ -35,7 +35,7 @@ def test_every_executed_chapter_shows_a_claims_table_with_no_failure():
 
 
 def _nbval(*paths):
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "attnlab.pytest_plugin",
                            "--nbval-lax", *map(str, paths)], capture_output=True, text=True, cwd=paths[0].parent,
                           timeout=600)
 
