@@ -25,7 +25,7 @@ uniform in [γ_l, γ_u]) the best such g is linear in (x_i, S = Σ_j x_j) for bo
 best *pooled linear predictor* of y_i from (x_i, S) is the Bayes-optimal equivariant predictor:
   cumsum: E[y_i | x_i, multiset] = x_i + (S − x_i)/2; MSE = 35/9 ≈ 3.889 at n = 8;
   sort:   E[y_i | x_i, multiset] = S/n;              MSE = 7/36 ≈ 0.1944 at n = 8
-(digest E9: 3.89 and 0.195). Every moment it needs is a rational function of
+(our derivation; Table 2 prints 3.7–4.0 and 0.19 at c = 1). Every moment it needs is a rational function of
 a = E[m²] and b = E[h²]/12 (m, h the midpoint and width of [γ_l, γ_u]): a = 2/3, b = 2/9 in
 training, and at an OOD scale c > 1 with App. E's rejection both are multiplied by c² + 1
 (the pairs inside [−2, 2], rejected, carry mass 1/c² and the training moments). So the bound at

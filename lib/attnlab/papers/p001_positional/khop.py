@@ -13,7 +13,7 @@ prefix depends on the prefix only, so drawing L = 28 is the same distribution). 
 strings use {a, b, c, d, e}, out-of-distribution strings {f, g, h, i, j} (App. D.2.1). Vocabulary (16):
 the hop counts 0–3, a–e, "~", the blank, f–j.
 
-Model (App. D.2.1 + the authors' minGPT variant, digest §4 E12): token embedding (E = 60) and a
+Model (App. D.2.1 + the authors' minGPT variant, indheads/ in their repository): token embedding (E = 60) and a
 linear decoder to the vocabulary; L blocks h ← h + Attn(h), h ← h + MLP(h) (additive residuals,
 GELU MLP of width 4E, no LayerNorm, no dropout), H = 3 heads, causal mask, 1/√d_h scaling; a learned
 position table `wpe` [T, E]. Standard: h₀ = wte[x] + wpe, q, k, v from h. Positional: h₀ = wte[x],

@@ -82,7 +82,8 @@ def claims(result: dict) -> ClaimsTable:
         t.inconclusive(f"S-{task}", f"{'Fig. 26' if task == 'sort' else task}: smoke run ({cfg['smoke_steps']} steps): "
                        f"best other variant / positional median MSE at c = {cmax:g}",
                        paper="> 1 (positional best)", ours=r,
-                       why="a smoke run: sort needs ~3,000 steps before its gap shows (digest §6.3)", source="text")
+                       why="a smoke run: sort needs ~3,000 steps before its gap shows (our CPU calibration runs)",
+                       source="text")
     if cfg["scale"] != "full":
         t.not_run("P1", "paper scale, Figs. 25–26: the positional Transformer has the lowest OOD loss of the seven "
                   "variants on cumulative sum and on sorting (10 seeds, c = 1 … 10)", paper="positional lowest",

@@ -193,7 +193,7 @@ def claims(result: dict) -> ClaimsTable:
                        why=f"closeness needs |err| ≤ 0.05 + 5 %: the best c = 1 closeness accuracy here is {best:.2f}",
                        source="text")
     if untrained:
-        t.not_run("5", f"Figs. 27–28 for {', '.join(untrained)} (their OOD gap needs ~3,000 steps, digest §6.3)",
+        t.not_run("5", f"Figs. 27–28 for {', '.join(untrained)} (their OOD gap needs ~3,000 steps in our CPU calibration)",
                   paper="positional > standard", source="text",
                   command="attnlab run 001-positional/accuracy-metrics --scale full --headless")
     t.not_run("6", "Figs. 27–28 at paper scale (five tasks, 10 seeds, 2000 epochs; median and 10–90 % band)",

@@ -153,7 +153,7 @@ def claims(result: dict) -> ClaimsTable:
     for task, per in tab.items():
         pos, std = per["positional"], per["standard"]
         text = (f"Table 1, {task}: after fine-tuning, positional MSE / c² within ~3× of its ID MSE, standard ≥ 50× above "
-                "its own (digest claim 24)")
+                "its own (Table 1: 1.0–2.2× and 76× or more)")
         if cfg["scale"] == "full" and task in paper.TABLE1:
             ok = pos[2] / pos[0] <= 3 and std[2] / std[0] >= 50
             t.add(f"24-{task}", text, paper=f"{paper.TABLE1[task]['positional'][2] / paper.TABLE1[task]['positional'][0]:.2g}× / "

@@ -26,7 +26,7 @@ PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "n") + (
           min=0.0, max=10_000.0),
 )
 PRESETS = {
-    # digest §6.5: n ∈ {2, 4, 8}, cumulative sum, one seed; the ood-scale chapter's recipe (E = 32,
+    # n ∈ {2, 4, 8} (Figs. 9–13: 2 … 32), cumulative sum, one seed; the ood-scale chapter's recipe (E = 32,
     # 300 steps of 64 lists, OneCycle peak 5e-3, 4,096 lists)
     "ci": dict(ns=[2, 4, 8], tasks="cumsum", seeds=1, samples=4096, steps=300, epochs=None, batch=64, lr=5e-3,
                scheduler="onecycle", embed=32, hidden=32, c_list=[1.0, 3.0], test_samples=500,
@@ -62,7 +62,8 @@ def curves(result: dict, arch: str, task: str) -> dict:
 def claims(result: dict) -> ClaimsTable:
     """App. D.1.2 at CI scale: the positional model is better OOD at every n (asserted on cumsum,
     cummin, maxsub), the standard model's OOD loss grows with n for sum and max-sum subarray, the ID
-    loss is comparable (soft); digest claim 23 at paper scale (not run)."""
+    loss is comparable (soft); at paper scale (not run) positional OOD (c = 3) MSE ≤ 0.15 at every n ≤ 32 and
+    standard growing with n for sum and max-sum subarray (Figs. 9–13; App. D.1.2's "rapidly degrades")."""
     t = ClaimsTable(rtol=TRAINED_RTOL)
     ns, tasks = result["ns"], result["tasks"]
     c_ood = max(result["config"]["c_list"])

@@ -34,7 +34,7 @@ PARAMS = tuple(_OWN.get(p.name, p) for p in TRAIN_PARAMS) + (
 ARCHS = ("standard", "positional")
 GAP_TASKS = ("cumsum", "cummin", "maxsub")
 PRESETS = {
-    # digest §6.5: lengths 1 … 4, one task; E = 32, batches of 64 lists, 4,096 lists (1,024 per length).
+    # lengths 1 … 4 (Fig. 19 and App. D.1.4: 1 … 8), one task; E = 32, batches of 64 lists, 4,096 lists (1,024 per length).
     # Calibrated: at 300 steps (OneCycle 5e-3) the positional model has not fit yet (ID MSE 0.09 vs
     # 0.01) and loses at c = 2 and 5; 900 steps at a peak of 1e-2 fit both (ID ~1e-3), three seeds
     "ci": dict(n=4, tasks="cumsum", seeds=2, samples=4096, steps=900, epochs=None, batch=64, lr=1e-2,
