@@ -7,7 +7,7 @@ from attnlab.papers.p003_allocation import bounds, paper
 
 
 def test_fig1_values_and_argmin():
-    # digest §6 claim 1, computed independently from the printed formula
+    # Fig. 1 (§6.1): E_128(H) = sqrt(1 - 8/H) [H > 8] + 1.3 e^0.02 / H, computed independently from the printed formula
     expect = {1: 1.3 * math.exp(0.02), 4: 1.3 * math.exp(0.02) / 4, 8: 1.3 * math.exp(0.02) / 8,
               16: math.sqrt(0.5) + 1.3 * math.exp(0.02) / 16}
     for H, v in expect.items():
