@@ -158,10 +158,18 @@ def claims(result: dict) -> ClaimsTable:
     du = result["uniform"]["ce"] - result["teacher"]["ce_plain"]
     t = ClaimsTable(rtol=TRAINED_RTOL)
     ratio = sharp["max_weight"] / sharp["uniform_max_weight"]
-    t.consistency("1", "the teacher's head is sharp (not the near-uniform head of an undertrained model): its mean "
-                  "largest attention weight is at least 3x uniform attention's", expected=">= 3x",
-                  ours=f"{ratio:.1f}x (entropy {100 * sharp['entropy_ratio']:.0f}% of uniform)", holds=ratio >= 3,
-                  tolerance="ratio >= 3", asserted=True)
+    text1 = ("the teacher's head is sharp (not the near-uniform head of an undertrained model): its mean largest "
+             "attention weight is at least 3x uniform attention's")
+    ours1 = f"{ratio:.1f}x (entropy {100 * sharp['entropy_ratio']:.0f}% of uniform)"
+    ci = cfg["scale"] == "ci"
+    if ci:  # the 400-step CI teacher: its sharpness is decided by rounding and seed, not by the protocol
+        t.inconclusive("1", text1, paper=">= 3x", ours=ours1, rtol=1.0,
+                       why="ratio >= 3; the 400-step CI teacher's sharpness depends on the CPU's rounding and the "
+                           "seed (measured: 5.6x with AVX-512 kernels, 1.7x with AVX2; seeds 0, 2: 1.7x, 1.9x), "
+                           "so the rows that need a sharp head cannot decide at this scale")
+    else:
+        t.consistency("1", text1, expected=">= 3x", ours=ours1, holds=ratio >= 3, tolerance="ratio >= 3",
+                      asserted=True)
     if str(K) in st:
         t.consistency("2", "at d_h = d_H the SVD initialisation is the teacher (Cor. 5.1 with zero tail)",
                       expected="MSE < 1e-20", ours=bound(st[str(K)]["init_mse"], 1e-20), holds=st[str(K)]["init_mse"] < 1e-20,
@@ -178,21 +186,30 @@ def claims(result: dict) -> ClaimsTable:
     q = K // 4
     if q in cfg["ranks"]:
         mq = s[str(q)]["mse_frac"]
-        t.add("5", f"Fig. 6: 4x compression (d_h = {q} of {K}) is nearly lossless in the paper's metric, the attention "
-              "MSE (as a fraction of uniform attention's MSE)", paper="negligible", ours=f"{100 * mq:.2g}%",
-              holds=mq <= 0.01, tolerance="<= 1%", asserted=True, source="text")
+        text5 = (f"Fig. 6: 4x compression (d_h = {q} of {K}) is nearly lossless in the paper's metric, the attention "
+                 "MSE (as a fraction of uniform attention's MSE)")
+        ours5 = "< 0.1%" if mq < 1e-3 else f"{100 * mq:.2g}%"
         frac = s[str(q)]["dce_frac"]
-        t.add("6", f"Fig. 6: 4x compression costs the decoder a negligible loss: its loss increase with the student "
-              "in place, as a fraction of the increase with uniform attention in the head's place",
-              paper="negligible", ours=(f"|Δ| < 0.1% of {du:.2g} nats" if abs(frac) < 1e-3 else  # float32 noise below 0.1%
-                    f"{s[str(q)]['dce']:+.2g} of {du:.2g} nats ({100 * frac:.2g}%)"),
-              holds=frac <= 0.1, tolerance="<= 10%", asserted=True, source="text")
+        text6 = ("Fig. 6: 4x compression costs the decoder a negligible loss: its loss increase with the student "
+                 "in place, as a fraction of the increase with uniform attention in the head's place")
+        ours6 = (f"|Δ| < 1% of {du:.2g} nats" if abs(frac) < 1e-2 else  # float32 noise below 1%
+                 f"{s[str(q)]['dce']:+.2g} of {du:.2g} nats ({100 * frac:.2g}%)")
+        if ci:
+            why = ("a near-uniform or near rank-1 head (the CI teacher's: row 1) is compressed nearly losslessly by any "
+                   "method, so this row cannot separate the claim from its alternative at this scale")
+            t.inconclusive("5", text5, paper="negligible", ours=ours5, why="<= 1%; " + why, source="text", rtol=1.0)
+            t.inconclusive("6", text6, paper="negligible", ours=ours6, why="<= 10%; " + why, source="text", rtol=1.0)
+        else:
+            t.add("5", text5, paper="negligible", ours=ours5, holds=mq <= 0.01, tolerance="<= 1%", asserted=True,
+                  source="text")
+            t.add("6", text6, paper="negligible", ours=ours6, holds=frac <= 0.1, tolerance="<= 10%", asserted=True,
+                  source="text")
         if 1 in cfg["ranks"] and q > 1:
             r1, rq = s["1"]["mse_frac"], s[str(q)]["mse_frac"]
             t.consistency("7", f"the test is not trivial: the d_h = 1 student misses more of the teacher's "
                           f"attention than d_h = {q} (MSE as a fraction of uniform attention's)",
-                          expected="> 2x", ours=f"{r1:.2e} vs {bound(rq, 1e-4)}", holds=r1 > 2 * rq, tolerance="ratio > 2",
-                          asserted=True)
+                          expected="> 2x", ours=f"{r1:.1e} vs {bound(rq, 1e-3)}", holds=r1 > 2 * rq, tolerance="ratio > 2",
+                          asserted=True, rtol=1.0 if ci else 0.0)  # CI: the students' MSEs vary 10x across CPUs
     if cfg["scale"] != "full":
         t.not_run("8", "Fig. 6 at paper scale: the d_H = 64 teacher of Fig. 5 (12 heads, 6 layers, L 256), "
                   "d_h = 4..64, 10k steps", paper="d_h = 16 ~ d_h = 64",
