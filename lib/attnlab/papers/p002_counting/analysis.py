@@ -1,4 +1,5 @@
-"""Measurements on trained counting models (paper 002, Figs. 3-7, 9, 15; digest claims 15-17).
+"""Measurements on trained counting models (paper 002, Figs. 3-7, 9, 15: the W1 spectrum of Fig. 6,
+the lin+sftm mixing of Fig. 5, BOS attention as a count proxy in Figs. 3, 15).
 
 Everything here is a float64 function of `reference.CountingWeights` (or of its arrays):
 

@@ -1,8 +1,9 @@
 """App. B.3.1 of paper 002 (§5.2): the bos+sftm construction (p = 1) with binary token codes and
 an inverse temperature κ, in float64 through `reference.forward` (float32 via `gamma_float32`).
 
-    codes      v_t = bin(t) / ||bin(t)||, t = 1 .. T, in d' = ceil(log2(T + 1)) dims (eq. 76,
-               normalised by the norm: digest §10.8); bin(0) is left to BOS
+    codes      v_t = bin(t) / ||bin(t)||, t = 1 .. T, in d' = ceil(log2(T + 1)) dims (eq. 76 divides
+               by <bin(t), bin(t)>; the norms of eq. 77 and the overlap bound of eq. 78 need the
+               norm, see the errata page); bin(0) is left to BOS
     circle     v_t = [sqrt(t/T), sqrt((T-t)/T)], d' = 2 (the remark after eq. 93)
     eps        1 - max_{t != s} <v_t, v_s>; the paper's bound for codes: 1 - sqrt(1 - 1/d') (eq. 78)
     "d'+2"     e_t = [v_t; α; 0], e_BOS = [0; 1/α; 1], W1 = [0 .. 0, 1], b1 = 0   (eqs. 77-82, d = d' + 2)
@@ -155,8 +156,10 @@ def separation(kappa: float, eps: float, L: int, alpha: float) -> float:
 
 def range_readout(kappa: float, eps: float, L: int, alpha: float) -> Readout:
     """App. A.4 readout with the boundary between k+1 and k in the middle of the gap
-    [γ_up(k+1), γ_lo(k)] (digest §4.7 caveat); where the ranges overlap (κ < κ*), the midpoint of
-    the range centres."""
+    [γ_up(k+1), γ_lo(k)] (our choice: App. A.4 places boundaries between the values of consecutive
+    counts; with ranges of unequal width, the midpoint of the range centres can fall inside a range
+    although the ranges are separated); where the ranges overlap (κ < κ*), the midpoint of the range
+    centres."""
     lo, up = gamma_ranges(kappa, eps, L, alpha)
     centre = (lo + up) / 2
     gap_mid = (up[1:] + lo[:-1]) / 2

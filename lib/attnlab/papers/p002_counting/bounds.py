@@ -52,7 +52,7 @@ MODEL_LABELS = {
 # CI-scale pairs of the other chapters (16, 8), (8, 6); and (64, 15) named in §5.
 PAPER_PAIRS = ((32, 10), (64, 10), (32, 15), (64, 15), (16, 8), (8, 6))
 # §5.2: "for T = 32, L = 10 we obtain in order of the above list d >= 29, 30, 12";
-# App. B.3.1 text: "for L = 10, T = 32 ... d = 7" (eq. 93 gives 8; digest §10.10).
+# App. B.3.1 text: "for L = 10, T = 32 ... d = 7" (eq. 93 gives 8; see the errata page).
 PAPER_QUOTED = {(32, 10): {"lin": 29, "dot_p1": 30, "dot_pT": 12, "softmax_binary": 7}}
 
 
@@ -87,7 +87,7 @@ def mutual_coherence(E) -> float:
 def welch_attainable_real(T: int, d: int) -> bool:
     """Necessary condition for a real equiangular tight frame (equality in Welch): T <= d(d+1)/2
     (and, by Naimark complement, T <= (T-d)(T-d+1)/2 for d < T - 1). The paper writes "T < d^2",
-    the complex condition (digest §10.6)."""
+    the complex condition (§5.2, App. B.2; Strohmer & Heath's condition for complex frames)."""
     if d >= T:
         return True
     ok = T <= d * (d + 1) // 2
@@ -248,7 +248,8 @@ def hist(X: np.ndarray) -> np.ndarray:
 
 
 def sample_sequences(T: int, L: int, n: int, seed: int = 0) -> np.ndarray:
-    """The authors' sampler (digest §3.2, code variant): a random integer partition of L (first
+    """The authors' sampler (their memory_exp.py, HistogramDatasetSampleBackward.random_sequence;
+    App. C describes it with an off-by-one): a random integer partition of L (first
     part uniform in 1..n-1, recursively), trailing parts merged beyond T parts, distinct uniform
     tokens per part, shuffled. Never a single token, so count L never occurs."""
     if T < 2 or L < 2 or n < 1:

@@ -18,7 +18,8 @@ the layout the loss wants; the mixed vector x̄' is never formed. The hidden lay
 run per group of replicas of one padded width (p rounded up to a power of two, at least 4:
 `_padded_width`), so a small-p replica is not padded to the largest p.
 
-Initialisation (digest §2.2, the authors' torch defaults), drawn in float64 from a generator
+Initialisation (not in the paper; the authors' memory_exp.py: torch defaults for the embedding and
+the MLP, kaiming_uniform_(a=√5) for W_Q, W_K, A), drawn in float64 from a generator
 seeded by (config, seed) only: embedding N(0, 1); W_Q, W_K ~ U(±1/√d); A ~ U(±1/√L); W1, b1 ~
 U(±1/√d); W2, b2 ~ U(±1/√p).
 
@@ -74,7 +75,7 @@ class CountingConfig:
 
     @property
     def n_params(self) -> int:
-        """Trainable parameters (digest §2.3)."""
+        """Trainable parameters (`reference.n_params`)."""
         return n_params(self.variant, self.T, self.L, self.d, self.p)
 
     def seed_config(self) -> dict:

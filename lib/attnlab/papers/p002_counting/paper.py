@@ -1,8 +1,9 @@
 """The numbers paper 002 prints (and the authors' code fixes) that this package uses, and the
 paper's training protocol. No logic: the chapters import these instead of repeating them.
 
-Sources: the paper's text and figures (arXiv 2407.11542), the authors' released code ([repo]),
-and where a value is derived rather than printed, the digest (/work/shared/digests), said so.
+Sources: the paper's text and figures (arXiv 2407.11542), the authors' released code ([repo]:
+github.com/SPOC-group/counting-attention), and, where a value is derived from the paper's formulas
+rather than printed, our evaluation of them, said so (the derivations are written out in the chapters).
 """
 
 # --- the task and the main setting (§3-§4) --------------------------------------------------------
@@ -77,9 +78,9 @@ WELCH_32_12 = 0.2319  # W(T = 32, d = 12)
 THRESHOLD_LIN = 0.0588  # 1/(2L − 3) at L = 10
 THRESHOLD_DOT = 0.2425  # (2L − 3)^(−1/2) at L = 10
 MIN_D_LIN, MIN_D_DOT_P1, MIN_D_DOT_PT = 29, 30, 12  # §5.2: "for T = 32, L = 10 we obtain ... d ≥ 29, 30, 12"
-# eqs. 50 / 62 / 72 / 93 at the Fig. 13 and Fig. 14 settings (the digest's evaluation of the formulas)
+# eqs. 50 / 62 / 72 / 93 at the Fig. 13 and Fig. 14 settings (our evaluation of the formulas)
 MIN_D_FIG13_14 = {(64, 10): (53, 54, 14, 9), (32, 15): (31, 32, 15, 8)}
 BINARY_ALPHA = 0.01  # the α coordinate of the token embeddings (App. B.3.1)
 CIRCLE_ALPHA = 1e-5  # the authors' α for the d' = 2 frame
-KAPPA_STAR = 25.22  # eq. 92 at T = 32, L = 10 with the bound ε of eq. 78
-KAPPA_STAR_CIRCLE = 4494  # eq. 92 for the d' = 2 frame (digest)
+KAPPA_STAR = 25.22  # eq. 92 at T = 32, L = 10 with the bound ε of eq. 78 (our evaluation)
+KAPPA_STAR_CIRCLE = 4494  # eq. 92 at the d' = 2 frame's ε (the remark after eq. 93; our evaluation)

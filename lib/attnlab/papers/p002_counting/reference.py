@@ -104,7 +104,8 @@ class CountingWeights:
 
 
 def n_params(variant: str, T: int, L: int, d: int, p: int) -> int:
-    """Trainable parameters (digest §2.3): embeddings + mixing + MLP (C = L + 1 outputs)."""
+    """Trainable parameters: embeddings (T, plus BOS, rows of d) + mixing (L² for lin, eqs. 2-3; 2d² for
+    dot, eqs. 4-5: §3) + the MLP of eq. 6 (C = L + 1 outputs, as the authors' code)."""
     mixing = L * L if is_linear(variant) else 2 * d * d
     return (T + has_bos(variant)) * d + mixing + d * p + p + p * (L + 1) + L + 1
 

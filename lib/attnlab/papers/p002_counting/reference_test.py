@@ -46,7 +46,7 @@ def test_forward_matches_loop(variant):
 
 
 def test_parameter_count_example():
-    # digest §2.3: lin+sftm, T=32, L=10, d=p=32 -> 2543
+    # lin+sftm, T=32, L=10, d=p=32: 32·32 (embeddings) + 10² (A) + 32·32 + 32 (W1, b1) + 32·11 + 11 (W2, b2) = 2543
     assert n_params("lin+sftm", 32, 10, 32, 32) == 2543
     w = _random("bos", T=6, L=5, d=4, p=3)
     assert w.n_params() == sum(a.size for a in (w.emb, w.W_Q, w.W_K, w.W1, w.b1, w.W2, w.b2))

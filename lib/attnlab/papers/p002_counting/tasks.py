@@ -5,7 +5,7 @@ hist_x(l) = #{m : x_m = x_l}, the count of its token in the whole sequence (clas
 
 Two samplers, both vectorised and seeded by (sampler, T, L, seed) only:
 
-- `sample_code`: what the authors' code does (digest §3.2). Cut L into a random integer
+- `sample_code`: what the authors' code does (memory_exp.py, HistogramDatasetSampleBackward). Cut L into a random integer
   partition (first part k ~ U{1 .. n-1} of what remains n, until 1 is left), give each part a
   distinct uniform token, shuffle. A sequence always has two distinct tokens or more, so the
   count L never occurs and the most frequent label is 1 (probability 2/L).

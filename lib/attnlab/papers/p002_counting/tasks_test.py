@@ -1,4 +1,4 @@
-"""Tests of the histogram task and its samplers (digest claims 1-2)."""
+"""Tests of the histogram task (§4) and its samplers (App. C and the authors' code): label marginals and invariants."""
 
 from __future__ import annotations
 

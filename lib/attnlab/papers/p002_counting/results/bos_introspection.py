@@ -77,7 +77,7 @@ def compute_bos(ctx: Context) -> dict:
 
 
 def claims_bos(result: dict) -> ClaimsTable:
-    """Digest §9 claim 17 (BOS weight as a count proxy; the MLP reads only α)."""
+    """Figs. 3 and 15 (§5.1, App. D.6): the BOS weight as a count proxy; the MLP reads only α."""
     cfg = result["config"]
     paper_case = dict(T=cfg["T"], L=cfg["L"], d=cfg["d"], p=cfg["p"]) == paper.FIG3_MODEL
     ci = not paper_case

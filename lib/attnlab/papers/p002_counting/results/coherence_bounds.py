@@ -133,8 +133,8 @@ def claims_coherence_bounds(result: dict) -> ClaimsTable:
     lin_bad = [f for f in frames if f["coherence"] >= th["lin"]]
     if lin_bad:
         worst = max(f["constructions"]["lin"]["acc_paper_two_token"] for f in lin_bad)
-        t.consistency("9b", "lin p = T is < 100 % for every optimised frame with M ≥ 1/(2L−3) (the digest's "
-                      "measurement; the paper proves only that M < 1/(2L−3) suffices)", expected="< 100 %",
+        t.consistency("9b", "lin p = T is < 100 % for every optimised frame with M ≥ 1/(2L−3) (measured "
+                      "here; the paper proves only that M < 1/(2L−3) suffices)", expected="< 100 %",
                       ours=f"best {worst:.3f}", holds=worst < 1.0, tolerance="< 1", asserted=False)
     t.add("9c", f"smallest d in d_list where lin p = T reaches 100 % (bound: {table.get((T, L), {}).get('lin', '–')})",
           paper=table.get((T, L), {}).get("lin"), ours=min(lin_ok) if lin_ok else "none",

@@ -102,7 +102,8 @@ def _rows(result: dict, **match) -> list[dict]:
 
 
 def claims_constructions(result: dict) -> ClaimsTable:
-    """Digest claims 4 (100 % everywhere), 5 (exact internal values) and 6 (softmax argument). The
+    """App. A's d = T constructions: 100 % everywhere (rows 4: App. A.2-A.3), their exact internal values
+    (rows 5: eqs. 17-18, 27, 30-31, 33-36) and the softmax argument of §5.1 (rows 6). The
     internal values (5a-5e, 6) follow from the construction's formulas: consistency checks of this
     implementation against the paper's equations. The accuracies (4, 6b) test the paper's claims."""
     t = ClaimsTable()

@@ -8,7 +8,8 @@ second row): same-token ⟨e_t, e_t⟩ and different-token ⟨e_t, e_s⟩, divid
 norm so that different d compare, and their cosines.
 
 The caption (dot, T = 64, L = 10, p = 128) and the authors' notebook (dot+sftm, p = 64,
-d ∈ {4, 8, 32}, the worst of five runs) disagree (digest §10.4). The main variant here is the
+d ∈ {4, 8, 32}, the worst of five runs: [Fig07.a]-approximation-vary-dimension.ipynb in their
+repository) disagree (see the errata page). The main variant here is the
 caption's (`variant`); the notebook's is the second (`compare_variant`, "none" to skip it).
 """
 

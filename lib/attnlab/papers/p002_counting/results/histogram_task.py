@@ -63,8 +63,8 @@ def compute_task(ctx: Context) -> dict:
 
 
 def claims_task(result: dict) -> ClaimsTable:
-    """Digest claims 1 (marginals, majority baseline) and 2 (invariants). The marginal and invariant rows
-    compare the sampled labels with the exact marginal of the same sampler (a value its recursion fixes):
+    """The task of §4 and the sampler of App. C: label marginals and the majority baseline (rows 1), and the
+    invariants (rows 2). The marginal and invariant rows compare the sampled labels with the exact marginal of the same sampler (a value its recursion fixes):
     consistency checks of the samplers, not reproductions. The one reproduction is the Fig. 2 floor."""
     cfg = result["config"]
     t = ClaimsTable()

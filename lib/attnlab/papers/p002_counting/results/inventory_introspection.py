@@ -97,7 +97,7 @@ def _acc(res: dict) -> float:
 
 
 def claims_inventory(result: dict) -> ClaimsTable:
-    """Digest §9 claim 16 (learned lin+sftm mixing), the accuracies of Figs. 4-5, the simplex
+    """Fig. 5, left (§5.1: the learned lin+sftm mixing, rows 16), the accuracies of Figs. 4-5, the simplex
     plots' dependence on the residual token, and Fig. 9's non-linear logits."""
     cfg = result["config"]
     dot, lin = result["dot+sftm"], result["lin+sftm"]

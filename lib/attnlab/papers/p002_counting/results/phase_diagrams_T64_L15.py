@@ -73,7 +73,7 @@ def _step(x, y, grid) -> bool:
 
 
 def claims_variants(result: dict) -> ClaimsTable:
-    """Fig. 13 / 14 (digest §5): the transitions (smallest solved d and p) move with T, not L.
+    """Fig. 13 / 14 (App. D.4, D.5): the transitions (smallest solved d and p) move with T, not L.
     For each non-reference setting: if only T changed, the transition of the axis that the
     model's mechanism ties to T must move up (inventory: d and p; relation-based: d); if only L
     changed, the transitions stay within one grid step. An L row is inconclusive when its test

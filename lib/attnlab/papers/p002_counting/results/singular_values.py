@@ -1,5 +1,6 @@
 """Fig. 6 of paper 002 (§5.1): the singular values of the first MLP layer W₁ of accurate models
-with d, p ≥ T, for the six variants (digest §9 claim 15).
+with d, p ≥ T, for the six variants (Fig. 6: a drop after the T-th singular value for the
+inventory-only models, a flatter decline for dot and bos).
 
 Inventory-based counting (App. A.3) needs one hidden unit per token: W₁ then has (about) T large
 singular values and a drop after the T-th. Relation-based counting reads one direction, so the
@@ -66,7 +67,7 @@ def ratios(result: dict, variant: str) -> list[float]:
 
 
 def claims_svd(result: dict) -> ClaimsTable:
-    """Digest §9 claim 15 on the models with accuracy ≥ min_accuracy."""
+    """Fig. 6 (§5.1) on the models with accuracy ≥ min_accuracy."""
     cfg = result["config"]
     T, ci = cfg["T"], cfg["T"] < 32
     t = ClaimsTable(rtol=TRAINED_RTOL)
