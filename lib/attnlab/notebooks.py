@@ -102,8 +102,12 @@ def stale_reason(exp: Experiment) -> str | None:
 
 
 def execute(exp: Experiment, output: Path, parameters: dict[str, Any] | None = None,
-            store_root: str | None = None, cwd: Path = REPO_ROOT) -> float:
-    """Execute the chapter's source with papermill into `output`; return the wall time in seconds."""
+            store_root: str | None = None, cwd: Path = REPO_ROOT, progress: Any = None, units: bool = False) -> float:
+    """Execute the chapter's source with papermill into `output`; return the wall time in seconds.
+    `progress` (a `core.progress.CellProgress`, for `attnlab run`) is shown each code cell as it starts
+    and the kernel's stderr (the experiment's tqdm bars) as it arrives. `units`: record in the executed
+    notebook's metadata (`attnlab.units`) how many units of work the chapter's experiment runs computed
+    and loaded from the store (a last cell reads their results' meta; it is removed from the notebook)."""
     import logging
 
     import jupytext
@@ -116,25 +120,66 @@ def execute(exp: Experiment, output: Path, parameters: dict[str, Any] | None = N
         env["ATTNLAB_STORE"] = store_root
     os.environ.update(env)  # the kernel inherits this process's environment
     nb = jupytext.read(exp.notebook)
+    if units:
+        nb.cells.append(nbformat.v4.new_code_cell(_UNITS_CELL, metadata={"tags": [_UNITS_TAG]}))
+    if progress is not None:  # the code cells, with papermill's injected parameters and without the units cell
+        progress.total = sum(c.cell_type == "code" and bool(c.source.strip()) for c in nb.cells) - units + bool(parameters)
     fp = fingerprint(exp)
     output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / (output.stem + ".ipynb")
         nbformat.write(nb, src)
         start = time.perf_counter()
-        with _kernel_stderr_to(Path(tmp) / "kernel.log"):
-            papermill.execute_notebook(str(src), str(output), parameters=parameters or {}, kernel_name="python3",
-                                       progress_bar=False, cwd=str(cwd), log_output=False)
+        hooks = {} if progress is None else {"stderr_file": progress, "on_cell_start": progress.cell_start}
+        try:
+            with _kernel_stderr_to(Path(tmp) / "kernel.log"):
+                papermill.execute_notebook(str(src), str(output), parameters=parameters or {}, kernel_name="python3",
+                                           progress_bar=False, cwd=str(cwd), log_output=False, **hooks)
+        except BaseException:  # failed or interrupted (Ctrl-C): the notebook so far, without the units cell
+            with contextlib.suppress(Exception):  # a notebook cut short mid-write stays as it is
+                if units and output.exists():
+                    partial = nbformat.read(output, as_version=4)
+                    _pop_units(partial)
+                    nbformat.write(partial, output)
+            raise
+        finally:
+            if progress is not None:
+                progress.close()
         seconds = time.perf_counter() - start
     done = nbformat.read(output, as_version=4)
     done.metadata["attnlab"] = {**fp, "result": exp.id, "parameters": parameters or {},
-                                "seconds": round(seconds, 1), **executed_on()}
+                                "seconds": round(seconds, 1), **executed_on(),
+                                **({"units": _pop_units(done)} if units else {})}
     done.metadata.pop("papermill", None)
     for cell in done.cells:  # keep executed copies free of per-run timestamps
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
     nbformat.write(done, output)
     return seconds
+
+
+_UNITS_TAG = "attnlab-units"
+_UNITS_CELL = """import json as _json
+_metas = {id(_v): _v["meta"] for _v in list(globals().values())
+          if isinstance(_v, dict) and isinstance(_v.get("meta"), dict) and "store_hits" in _v["meta"]}
+print("ATTNLAB_UNITS", _json.dumps({"runs": len(_metas), **{k: sum(int(m.get(k) or 0) for m in _metas.values())
+                                                          for k in ("computed", "store_hits")}}))"""
+
+
+def _pop_units(nb: nbformat.NotebookNode) -> dict[str, int] | None:
+    """Remove the units cell that `execute(units=True)` appended; return what it printed: how many
+    units the experiment runs of the chapter (results with `meta`) computed and found in the store,
+    or None when it did not run or found no result."""
+    import json
+
+    found = None
+    for cell in [c for c in nb.cells if _UNITS_TAG in c.metadata.get("tags", [])]:
+        nb.cells.remove(cell)
+        for out in cell.get("outputs", []):
+            for line in "".join(out.get("text", "")).splitlines():
+                if line.startswith("ATTNLAB_UNITS "):
+                    found = json.loads(line.split(" ", 1)[1])
+    return found if found and found.get("runs") else None
 
 
 @contextlib.contextmanager
