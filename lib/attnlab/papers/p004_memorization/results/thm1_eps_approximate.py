@@ -72,7 +72,8 @@ def compute_thm1eps(ctx: Context) -> dict:
 
 
 def claims_thm1eps(result: dict) -> ClaimsTable:
-    """Digest claim 12 (asserted), the constant-C erratum, and the honest ε > 0 behaviour (reported)."""
+    """Theorem 1 with ε > 0 (App. A.2, Eqs. 13-14; rows 12, asserted), the constant-C erratum, and the honest
+    ε > 0 behaviour (reported)."""
     T, ks = result["T"], result["kl_star"]
     b = [r["interpolate"] for r in result["builds"]]
     H = [r["H"] for r in result["builds"]]
@@ -81,10 +82,14 @@ def claims_thm1eps(result: dict) -> ClaimsTable:
     ok = all(g <= r["eq13_inf"] + 1e-12 for g, r in zip(gaps, b))
     t.add("12a", f"gap abs(KL(AoT) − KL*) ≤ Eq. (13) bound at every H ({len(b)} values)", paper="≤",
           ours="all" if ok else "violated", holds=ok, tolerance="+1e-12", asserted=True, source="text")
-    chain = all(r["eq13_inf"] <= r["eq13"] + 1e-9 and r["eq13"] <= r["eq14_app"] * (1 + 1e-9) + 1e-9
+    # Absolute slack 1e-7: at K >= T the construction is exact (Eq. 14's right side is 0) and Eq. 13's middle
+    # term is the float64 residual of the interpolating solve, measured 0.6e-9 to 1.3e-9 on three CPUs (the
+    # former slack, 1e-9, failed on one); a real violation is of the order of ε‖WE‖ (1e-2 and more here).
+    chain = all(r["eq13_inf"] <= r["eq13"] + 1e-7 and r["eq13"] <= r["eq14_app"] * (1 + 1e-9) + 1e-7
                 and r["eq14_app"] <= r["eq14_main"] * (1 + 1e-9) + 1e-12 for r in b)
     t.add("12b", "chain (13) ≤ 2Σπ‖W(W_O W_V A′ − E)‖ ≤ 2ε‖WE‖C_app (Eq. 14) ≤ 2ε‖WE‖C_main", paper="≤",
-          ours="all" if chain else "violated", holds=chain, tolerance="1e-9", asserted=True, source="text")
+          ours="all" if chain else "violated", holds=chain, tolerance="1e-7 (the exact solve's float64 residual)",
+          asserted=True, source="text")
     exact = [r for r in b if r["K"] >= T]
     if exact:
         worst = max(abs(r["kl_aot"] - ks) for r in exact)
