@@ -24,7 +24,6 @@ from typing import Any, Iterable
 import nbformat
 
 from .core.claims import KINDS, LEGEND, VERDICT_MARK, ClaimsTable
-from .core.device import cpu_name
 from .core.experiment import Experiment
 from .core.store import REPO_ROOT
 from .papers import package_of, packages, registry
@@ -47,7 +46,7 @@ def lib_files(exp: Experiment) -> list[Path]:
     return [f for f in files if not f.name.endswith("_test.py") and f.name not in NOT_CHAPTER_CODE]
 
 
-def _digest(paths: Iterable[Path]) -> str:
+def _hash_files(paths: Iterable[Path]) -> str:
     h = hashlib.sha256()
     for p in paths:
         h.update(p.relative_to(REPO_ROOT).as_posix().encode())
@@ -56,34 +55,65 @@ def _digest(paths: Iterable[Path]) -> str:
 
 
 def fingerprint(exp: Experiment) -> dict[str, str]:
-    return {"source_hash": _digest([exp.notebook]), "lib_hash": _digest(lib_files(exp))}
+    return {"source_hash": _hash_files([exp.notebook]), "lib_hash": _hash_files(lib_files(exp))}
 
 
 def executed_on() -> dict[str, str]:
-    """What an executed chapter records about the machine: its CPU and torch version. Trained float32
-    numbers depend on both at rounding level (the BLAS kernels chosen for the CPU): an AMD EPYC and an
-    Intel Xeon gave different last digits after training (2026-11-25)."""
-    from importlib.metadata import version
+    """What an executed chapter records about the machine that ran it (`core.device.machine`: the CPU,
+    its instruction set as torch sees it, torch, numpy's BLAS kernel): they decide the last digits of
+    trained float32 and float64 numbers, which is why claims tables are compared at each number's
+    declared precision (`ClaimsTable.compare`)."""
+    from attnlab.core.device import machine
 
-    return {"cpu": cpu_name(), "torch": version("torch")}
+    return machine()
+
+
+MACHINE_KEYS = ("cpu", "cpu_capability", "torch", "numpy_blas")
 
 
 def machine_warnings(executed: Iterable[dict] | None = None) -> list[str]:
-    """One line per (CPU, torch) other than this machine's that executed chapters in book/ (their
-    `attnlab` metadata; default: every executed chapter): nbval compares printed numbers exactly,
-    so `make test` here may fail on those chapters until `attnlab book --force` re-executes them."""
+    """One line per machine (CPU, instruction set, torch, numpy's BLAS) other than this one that executed
+    chapters in book/ (their `attnlab` metadata; default: every executed chapter), naming what differs and
+    what the checks then tolerate."""
     if executed is None:
         executed = [nbformat.read(e.executed, as_version=4).metadata.get("attnlab", {})
                     for e in registry().values() if e.executed.exists()]
     here = executed_on()
-    other: dict[tuple[str, str], int] = {}
+    other: dict[tuple[str, ...], int] = {}
     for meta in executed:
-        key = (meta.get("cpu", "an unrecorded CPU"), meta.get("torch", "?"))
-        if key != (here["cpu"], here["torch"]):
+        key = tuple(str(meta.get(k, "unrecorded")) for k in MACHINE_KEYS)
+        if key != tuple(here[k] for k in MACHINE_KEYS):
             other[key] = other.get(key, 0) + 1
-    return [f"{n} chapter(s) were executed on {cpu} with torch {tv}, this machine is {here['cpu']} with torch "
-            f"{here['torch']}: trained numbers can differ in their last digits, so nbval (make test) may fail "
-            f"on them; `attnlab book --force` re-executes the book here" for (cpu, tv), n in sorted(other.items())]
+    lines = []
+    for key, n in sorted(other.items()):
+        differs = ", ".join(f"{k} {v} (here {here[k]})" for k, v in zip(MACHINE_KEYS, key) if v != here[k])
+        lines.append(f"{n} chapter(s) were executed on another machine: {differs}. nbval compares their claims "
+                     "tables at each number's declared precision (verdicts and words identical, exact values at "
+                     "their printed digits, trained values within their row's relative tolerance), which holds "
+                     "across x86-64 CPUs; a failure beyond that is a real difference (`attnlab book --force` "
+                     "re-executes the book here)")
+    return lines
+
+
+# Another instruction set for torch and another kernel for numpy's BLAS than those that executed the book:
+# what `make test` re-runs the claims checks under, to show they hold on other CPUs.
+OTHER_CAPABILITY = {"AVX512": "avx2", "AVX512_BF16": "avx2", "AMX": "avx2", "AVX2": "default"}
+OTHER_CORETYPE = {"SkylakeX": "Haswell", "Cooperlake": "Haswell", "SapphireRapids": "Haswell", "Zen": "Sandybridge",
+                  "Haswell": "Sandybridge"}
+
+
+def other_machine_env() -> dict[str, str]:
+    """ATEN_CPU_CAPABILITY and OPENBLAS_CORETYPE for a machine other than the one that executed most chapters
+    of the book: torch's next lower instruction set (AVX-512 -> AVX2 -> none) and an older OpenBLAS kernel."""
+    from collections import Counter
+
+    metas = [nbformat.read(e.executed, as_version=4).metadata.get("attnlab", {})
+             for e in registry().values() if e.executed.exists()]
+    here = executed_on()
+    cap = Counter(m.get("cpu_capability", here["cpu_capability"]) for m in metas).most_common(1)[0][0]
+    blas = Counter(m.get("numpy_blas", here["numpy_blas"]) for m in metas).most_common(1)[0][0]
+    return {"ATEN_CPU_CAPABILITY": OTHER_CAPABILITY.get(cap, "default"),
+            "OPENBLAS_CORETYPE": OTHER_CORETYPE.get(blas.split()[-1], "Sandybridge")}
 
 
 def stale_reason(exp: Experiment) -> str | None:

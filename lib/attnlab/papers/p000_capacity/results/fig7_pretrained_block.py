@@ -158,7 +158,7 @@ def claims(result: dict) -> ClaimsTable:
     if shared:
         gap = max(v - single[D] for v, D in shared)
         t.inconclusive("3", f"[{label}] a multi-head advantage at fixed D_K: best h > 1 minus h = 1 at the same D_K",
-                       paper="substantially higher, every D_K", ours=gap,
+                       paper="substantially higher, every D_K", ours=gap, rtol=1.0,  # -0.05 vs -0.11 across CPUs
                        why=f"m = {m} items in d = {items['d_model']} is not the compressed regime of the paper "
                            f"(6144 in 768), and {cfg['steps']} steps are far from 100,000")
     t.not_run("4", "Fig. 7 with GPT-2 embeddings: m = 6144, ell = 16, D_K ∈ {64, …, 512}, h ∈ {1, 2, 4, 8}, 7 seeds, "

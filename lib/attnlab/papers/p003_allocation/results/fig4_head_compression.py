@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, bound
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm

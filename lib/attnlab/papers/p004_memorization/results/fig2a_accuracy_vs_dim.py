@@ -68,7 +68,7 @@ def seed_slope_ratios(result: dict, variant: str) -> list[float]:
 
 
 def claims_fig2a(result: dict, full: dict | None = None) -> ClaimsTable:
-    """Digest claim 16: the slope below d_h is > 5 times the slope above (a plateau after d = d_h); the
+    """Fig. 2a (§5.1, Exp. 3; row 16): the slope below d_h is > 5 times the slope above (a plateau after d = d_h; the threshold is ours); the
     paper's curve and the parametrization finding (16a, 16b) on the stored paper-scale run `full`."""
     per, t = result["per_variant"], ClaimsTable(rtol=TRAINED_RTOL)
     paper_ratio = round(EXP3_SLOPES["below"] / EXP3_SLOPES["above"], 1)
@@ -79,7 +79,7 @@ def claims_fig2a(result: dict, full: dict | None = None) -> ClaimsTable:
             t.add(key, f"{name}: slope for d ≤ d_h / slope for d ≥ d_h (plateau after d = d_h)",
                   paper=paper_ratio, ours="∞ (flat or falling)" if not np.isfinite(ratio) or ratio < 0 else ratio,
                   holds=bool(ratio > 5 or not np.isfinite(ratio) or ratio < 0), tolerance="> 5",
-                  asserted=False, source="data")
+                  asserted=False, source="data", rtol=1.0)  # a ratio of two fitted slopes: 22 vs 41 across CPUs
     for v, key in (("repo", "16c"), ("paper", "16d")):
         if v in per:
             r2 = per[v]["below"]["r2"]
