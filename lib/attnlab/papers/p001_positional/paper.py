@@ -114,6 +114,25 @@ FIG4_MEDIANS = {
 }
 FIG4_RATIO_C10_MIN = 100  # paper scale: std/pos median ratio at c = 10 ≥ 100× for every task (Fig. 4's
 # released runs: 370–1,500×; the paper's text: "significantly more stable", §7.2)
+# Fig. 4 at every c = 1 … 10 (OOD_SCALES): the median over the ten runs of the test MSE, 3 significant
+# digits, from the same released files as FIG4_MEDIANS (the authors' repository, commit 059f0c6,
+# results/fixed_length/{sum,min,median,sort,max_sum_subarray}/scale/
+# train_val_test_scale_n8_samples30000_{positional,standard}.txt: one row per run, columns train, val,
+# then test at c = 1 … 10 as in that folder's params.json). Plotted beside ours (chapters ood-scale and,
+# for the same n = 8 setup, ablations' variants 1 and 3); claims use FIG4_MEDIANS.
+# task -> architecture -> MSE per c = 1 … 10
+FIG4_MEDIANS_BY_C = {
+    "cumsum": {"positional": (1.68e-5, 3.89e-4, 1.59e-3, 4.36e-3, 8.55e-3, 1.42e-2, 2.30e-2, 3.34e-2, 4.63e-2, 5.85e-2),
+               "standard": (1.13e-5, 0.237, 1.87, 5.51, 11.6, 21.2, 36.2, 51.3, 66.8, 87.6)},
+    "cummin": {"positional": (1.29e-5, 2.16e-4, 1.20e-3, 3.38e-3, 6.85e-3, 1.07e-2, 1.79e-2, 2.50e-2, 3.39e-2, 4.32e-2),
+               "standard": (1.47e-6, 5.51e-2, 0.393, 1.30, 2.74, 4.49, 6.44, 10.9, 14.8, 19.7)},
+    "cummedian": {"positional": (6.07e-5, 3.69e-4, 9.42e-4, 2.25e-3, 3.85e-3, 6.76e-3, 9.65e-3, 1.35e-2, 1.80e-2, 2.31e-2),
+                  "standard": (1.04e-4, 3.88e-2, 0.478, 1.49, 3.06, 5.64, 8.64, 13.4, 17.0, 22.0)},
+    "sort": {"positional": (1.20e-4, 1.25e-3, 4.63e-3, 1.19e-2, 2.37e-2, 3.79e-2, 5.78e-2, 8.58e-2, 0.111, 0.146),
+             "standard": (9.13e-4, 0.441, 2.10, 5.57, 11.0, 16.0, 23.7, 32.9, 43.9, 54.5)},
+    "maxsub": {"positional": (1.80e-4, 2.02e-3, 8.23e-3, 2.09e-2, 4.05e-2, 7.07e-2, 0.104, 0.147, 0.204, 0.262),
+               "standard": (1.20e-4, 0.356, 2.70, 10.1, 24.9, 48.1, 76.7, 106.0, 160.0, 199.0)},
+}
 # Fig. 2 / Figs. 14-18 (App. D.1.3): training-set sizes 5,000 … 50,000 (the authors' code: step 5,000)
 SAMPLE_SIZES = tuple(range(5000, 50001, 5000))
 # Figs. 9-13 (App. D.1.2): fixed input lengths, layers ⌈log₂ n⌉ + 1
@@ -131,6 +150,44 @@ VARIABLE_BATCH, VARIABLE_LR = 2048, 1e-4  # the authors' code
 # sweep of Figs. 31-33 (not printed in the paper; the authors' parameter files): 20k, 35k, 50k, 75k, 100k.
 MIXED_N, MIXED_K, MIXED_M = 8, 4, 2
 MIXED_SAMPLES_FULL = (20_000, 35_000, 50_000, 75_000, 100_000)
+# Fig. 6 (§7.3): the median over the ten runs of the test MSE at c = 1 … 10 (OOD_SCALES), 50,000
+# training prompts; the paper prints no number. 3 significant digits of the authors' released runs
+# (their repository, commit 1641c1e, results/mixed-type/nlp_{min,sum,multitask}_scale/
+# train_val_test_scale_nlp_samples50000_{positional,standard}.txt: one row per run, columns train, val,
+# then test at c = 1 … 10, values in [0, 5c] as in params.json). Plotted beside ours in chapter
+# mixed-type: variant -> architecture -> MSE per c = 1 … 10
+FIG6_MEDIANS = {
+    "min": {"positional": (1.15e-2, 0.174, 0.352, 0.576, 0.855, 1.12, 1.46, 1.91, 2.64, 2.92),
+            "standard": (1.78e-2, 3.88, 15.0, 27.4, 44.0, 49.5, 60.1, 72.5, 85.7, 108.0)},
+    "sum": {"positional": (0.121, 0.811, 1.37, 2.36, 3.39, 5.19, 7.53, 9.51, 12.3, 16.6),
+            "standard": (0.118, 2.27, 9.83, 28.1, 47.8, 87.5, 136.0, 223.0, 310.0, 365.0)},
+    "multitask": {"positional": (1.16e-2, 0.136, 0.340, 0.630, 1.16, 2.12, 3.05, 4.52, 5.22, 6.45),
+                  "standard": (1.46e-2, 0.570, 4.34, 8.71, 28.9, 39.4, 46.6, 59.7, 83.3, 141.0)},
+}
+# Figs. 31-33 (App. D.3): the median over the ten runs of the final train, ID (c = 1) and OOD
+# (c = 10, values in [0, 50]) MSE per training-set size; the paper prints no number. 3 significant
+# digits of the authors' released runs (commit 1641c1e, results/mixed-type/nlp_{min,sum,multitask}_sample/
+# train_val_test_scale_nlp_samples<N>_{positional,standard}.txt, columns as FIG6_MEDIANS' files; a
+# separate set of runs from Fig. 6's, so the 50,000 column differs from FIG6_MEDIANS).
+# variant -> architecture -> {samples: (train, ID, OOD)}
+FIG31_33_MEDIANS = {
+    "min": {"positional": {20000: (1.17e-2, 1.08e-2, 5.39), 35000: (1.17e-2, 1.26e-2, 3.16),
+                           50000: (1.16e-2, 1.06e-2, 3.03), 75000: (1.12e-2, 1.24e-2, 1.65),
+                           100000: (1.12e-2, 1.04e-2, 3.18)},
+            "standard": {20000: (8.21e-3, 1.27e-2, 284.0), 35000: (6.94e-3, 1.84e-2, 135.0),
+                         50000: (5.91e-3, 1.86e-2, 445.0), 75000: (5.04e-3, 1.67e-2, 61.8),
+                         100000: (4.38e-3, 1.62e-2, 225.0)}},
+    "sum": {"positional": {20000: (0.116, 0.105, 15.7), 35000: (0.115, 0.113, 13.3), 50000: (0.115, 0.128, 14.9),
+                           75000: (0.116, 0.114, 14.8), 100000: (0.116, 0.118, 12.5)},
+            "standard": {20000: (0.111, 0.117, 1220.0), 35000: (0.105, 0.115, 245.0), 50000: (0.102, 0.149, 461.0),
+                         75000: (0.103, 0.120, 619.0), 100000: (9.65e-2, 0.126, 912.0)}},
+    "multitask": {"positional": {20000: (1.18e-2, 1.22e-2, 6.96), 35000: (1.20e-2, 1.19e-2, 6.78),
+                                 50000: (1.18e-2, 1.15e-2, 7.30), 75000: (1.16e-2, 1.13e-2, 7.50),
+                                 100000: (1.14e-2, 1.14e-2, 12.4)},
+                  "standard": {20000: (8.79e-3, 1.65e-2, 181.0), 35000: (8.39e-3, 1.37e-2, 129.0),
+                               50000: (6.73e-3, 1.56e-2, 58.3), 75000: (7.26e-3, 1.62e-2, 89.9),
+                               100000: (6.40e-3, 1.75e-2, 279.0)}},
+}
 # Figs. 14-18 (App. D.1.3): medians over ten runs at 5,000 and 50,000 training lists, as the figures
 # draw them (the authors' released runs, results/fixed_length/<task>/sample/
 # train_val_test_n8_l-6_h6_samples<N>_{positional,standard}.txt; source "figure"):
