@@ -7,8 +7,14 @@
   attnlab check                             fast static checks (toc, staleness, contract, timings)
   attnlab scorecard                         every claim with its verdict
 
-Exit codes: 0 success, 1 a check or claim failed, 2 bad usage or bad parameter, 75 a headless
-run stopped at its time limit (-p time_limit MINUTES) after saving progress: rerun to resume.
+A run shows its progress on stderr (the cell that runs, the experiment's progress bars; -q: none),
+then a short summary: the claims' verdicts, how many stored units it reused, and (without
+--headless) the HTML page of the executed notebook, written beside it. Ctrl-C stops it with one line;
+the units it finished are kept, so the same command resumes.
+
+Exit codes: 0 success, 1 a check or claim failed, 2 bad usage or bad parameter (refused before
+anything runs), 75 a headless run stopped at its time limit (-p time_limit MINUTES) after saving
+progress: rerun to resume, 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import ast  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -31,16 +38,41 @@ from .core.params import ParameterError  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INCOMPLETE = 75  # sysexits EX_TEMPFAIL: stopped at the time limit, rerun to resume
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
-def parse_value(text: str):
-    """'-p NAME VALUE' values as papermill does: numbers, lists, booleans, else a string."""
+_NONFINITE = {"nan": "nan", "inf": "inf", "infinity": "inf"}
+
+
+def _literal(text: str):
+    """ast.literal_eval that also reads nan, inf and infinity (any case, also inside lists) as floats,
+    so that `-p c_list "[1,nan]"` reaches the parameter check as [1, nan] and is refused naming nan."""
+
+    class Floats(ast.NodeTransformer):
+        def visit_Name(self, node):
+            key = node.id.lower()
+            return ast.copy_location(ast.Constant(float(_NONFINITE[key])), node) if key in _NONFINITE else node
+
+    return ast.literal_eval(Floats().visit(ast.parse(text.strip(), mode="eval")))
+
+
+def parse_value(text: str, kind: str | None = None):
+    """'-p NAME VALUE' values: true/false/none/null, else a Python literal (numbers, lists; nan and inf
+    read as floats), else the text itself. For a 'str' parameter (`kind`) the text is taken as typed
+    (-p tasks cumsum,sort), unless it is a quoted string or a list of strings."""
     lowered = {"true": True, "false": False, "none": None, "null": None}
     if text.lower() in lowered:
         return lowered[text.lower()]
+    if kind == "str":
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return text
+        strings = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+        return value if isinstance(value, str) or strings else text
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+        return _literal(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
 
 
@@ -63,12 +95,12 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from .core.params import COMMON
     from .papers import get
 
     exp = get(args.result)
-    overrides = {}
-    for name, value in args.param:
-        overrides[name] = parse_value(value)
+    kinds = {p.name: p.kind for p in COMMON + tuple(exp.params)}
+    overrides = {name: parse_value(value, kinds.get(name)) for name, value in args.param}
     if args.device:
         overrides["device"] = args.device
     config = exp.config(args.scale, **overrides)  # validate before anything runs
@@ -79,68 +111,178 @@ def cmd_run(args) -> int:
         print("attnlab: error: --address is the address of a Ray cluster: add --backend ray", file=sys.stderr)
         return EXIT_USAGE
     if args.headless:
-        from .core.experiment import Context, Incomplete
+        return _run_headless(exp, config, args)
+    # the chapter gets the validated values (lists, normalised names), not the command line's text
+    return _run_notebook(exp, {"scale": args.scale, **{k: config[k] for k, v in overrides.items() if v is not None}},
+                         args)
 
-        backend = "local"
-        if args.backend == "ray":
-            from .core.distributed import RayBackend, RayUnavailable
 
-            try:
-                backend = RayBackend(address=args.address).start()
-            except RayUnavailable as err:
-                print(f"attnlab: error: {err}", file=sys.stderr)
-                return EXIT_USAGE
-            except ConnectionError as err:
-                print(f"attnlab: {exp.id}: cannot join the Ray cluster at {args.address}: {err}", file=sys.stderr)
-                return EXIT_FAILED
-            where = backend.describe()
-            print(f"attnlab: {exp.id} on {where}", file=sys.stderr)
+def _run_headless(exp, config: dict, args) -> int:
+    from .core.experiment import Context, Incomplete
+
+    backend, where = "local", None
+    if args.backend == "ray":
+        from .core.distributed import RayBackend, RayUnavailable
+
         try:
-            with Context.using(backend):
-                result = exp.run(config, progress=not args.quiet)
-        except Incomplete as err:
-            print(f"attnlab: {exp.id} incomplete: {err}", file=sys.stderr)
-            return EXIT_INCOMPLETE
-        finally:
-            if backend != "local":
-                backend.close()
-        out = Path(args.out) if args.out else None
-        if out:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "result.json").write_text(json.dumps(result, indent=1, default=str))
-        meta = result.get("meta", {})
-        print(f"{exp.id}: done in {meta.get('seconds')} s on {meta.get('device') if backend == 'local' else where} "
-              f"({meta.get('computed')} computed, {meta.get('store_hits')} from the store)"
-              + (f"; result in {out / 'result.json'}" if out else ""))
-        return EXIT_OK
-    from .notebooks import execute
+            backend = RayBackend(address=args.address).start()
+        except RayUnavailable as err:
+            print(f"attnlab: error: {err}", file=sys.stderr)
+            return EXIT_USAGE
+        except ConnectionError as err:
+            print(f"attnlab: {exp.id}: cannot join the Ray cluster at {args.address}: {err}", file=sys.stderr)
+            return EXIT_FAILED
+        where = backend.describe()
+        print(f"attnlab: {exp.id} on {where}", file=sys.stderr)
+    if not args.quiet:
+        from .core.store import default_root
 
-    from papermill.exceptions import PapermillExecutionError
-
-    out = Path(args.out or Path("runs") / exp.id / time.strftime("%Y%m%d-%H%M%S"))
-    notebook = out / f"{Path(exp.id).name}.ipynb"
-    params = {"scale": args.scale, **overrides}
+        print(f"{exp.id}: running the experiment (scale {config['scale']}); finished units are stored in "
+              f"{_shown(default_root(config['scale']) / exp.id)}/", file=sys.stderr)
+    start = time.perf_counter()
     try:
-        seconds = execute(exp, notebook, parameters=params, cwd=Path.cwd())
-    except PapermillExecutionError as err:
-        print(f"attnlab: {exp.id} stopped: {err.ename}: {err.evalue.splitlines()[0] if err.evalue else ''} "
-              f"(executed notebook: {notebook})", file=sys.stderr)
-        return EXIT_FAILED
-    print(f"{exp.id}: executed in {seconds:.1f} s -> {notebook}")
-    print(claims_summary(notebook))
+        with Context.using(backend):
+            result = exp.run(config, progress=not args.quiet)
+    except Incomplete as err:
+        print(f"attnlab: {exp.id} incomplete: {err}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    except KeyboardInterrupt:
+        return _interrupted(exp, config, time.perf_counter() - start)
+    finally:
+        if backend != "local":
+            backend.close()
+    out = Path(args.out) if args.out else None
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text(json.dumps(result, indent=1, default=str))
+    meta = result.get("meta", {})
+    print(f"{exp.id}: done in {meta.get('seconds')} s on {meta.get('device') if backend == 'local' else where} "
+          f"({meta.get('computed')} computed, {meta.get('store_hits')} from the store)"
+          + (f"; result in {_shown(out / 'result.json')}" if out else ""))
+    resumed = resumed_line(meta)
+    if resumed:
+        print(resumed)
     return EXIT_OK
 
 
+def _run_notebook(exp, params: dict, args) -> int:
+    from papermill.exceptions import PapermillExecutionError
+
+    from .core.progress import CellProgress
+    from .notebooks import execute
+
+    out = Path(args.out or Path("runs") / exp.id / time.strftime("%Y%m%d-%H%M%S"))
+    notebook = out / f"{Path(exp.id).name}.ipynb"
+    progress = None
+    if not args.quiet:
+        print(f"{exp.id}: executing the chapter (scale {args.scale}) into {_shown(out)}/", file=sys.stderr)
+        # papermill sends the kernel's file descriptor 2 to a log: progress goes to a copy of the terminal's
+        terminal = os.fdopen(os.dup(sys.stderr.fileno()), "w", encoding="utf-8", errors="replace")
+        progress = CellProgress(terminal)
+    start = time.perf_counter()
+    try:
+        seconds = execute(exp, notebook, parameters=params, cwd=Path.cwd(), progress=progress, units=True)
+    except PapermillExecutionError as err:
+        if err.ename == "KeyboardInterrupt":
+            return _interrupted(exp, params, time.perf_counter() - start, notebook)
+        print(f"attnlab: {exp.id} stopped in cell [{err.exec_count}]: {err.ename}: {_first_line(err.evalue)}",
+              file=sys.stderr)
+        print(claims_summary(notebook))
+        print(f"book page: {_page(exp, notebook)} (the executed notebook, up to the error)")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return _interrupted(exp, params, time.perf_counter() - start, notebook)
+    finally:
+        if progress is not None:
+            progress.stream.close()
+    units = _units(notebook)
+    print(f"{exp.id}: executed in {seconds:.1f} s" + (f"; {resumed_line(units)}" if resumed_line(units) else ""))
+    print(claims_summary(notebook))
+    print(f"book page: {_page(exp, notebook)} (notebook: {notebook.name} beside it)")
+    return EXIT_OK
+
+
+def _interrupted(exp, config: dict, seconds: float, notebook: Path | None = None) -> int:
+    """One line for Ctrl-C: what was kept and how to go on."""
+    from .core.store import default_root
+
+    with contextlib.suppress(Exception):  # close the experiment's progress bars before the message
+        from tqdm import tqdm
+
+        for bar in list(getattr(tqdm, "_instances", ())):
+            bar.close()
+    _clear_line()
+    store = default_root(config.get("scale", "ci")) / exp.id
+    partial = f"; the notebook so far: {_shown(notebook)}" if notebook is not None and notebook.exists() else ""
+    print(f"attnlab: {exp.id} interrupted (Ctrl-C) after {seconds:.0f} s; the units it finished are kept in "
+          f"{_shown(store)}/: rerun the same command to resume{partial}", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def _clear_line() -> None:
+    """On a terminal, erase a progress bar left on the current line (the next message starts clean)."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it: relative to the working directory when inside it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _first_line(text: str | None, limit: int = 200) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def _units(notebook: Path) -> dict:
+    import nbformat
+
+    return nbformat.read(notebook, as_version=4).metadata.get("attnlab", {}).get("units") or {}
+
+
+def resumed_line(meta: dict) -> str:
+    """'resumed: N of M units from the store' when a run reused N > 0 stored units (M: all it needed)."""
+    hits, computed = int(meta.get("store_hits") or 0), int(meta.get("computed") or 0)
+    return f"resumed: {hits} of {hits + computed} units from the store" if hits else ""
+
+
+def _page(exp, notebook: Path) -> str:
+    """Write the HTML page of the executed notebook beside it; return its path as shown."""
+    import html
+
+    import nbformat
+
+    from .htmlpage import write_page
+
+    meta = nbformat.read(notebook, as_version=4).metadata.get("attnlab", {})
+    given = ", ".join(f"{k}={v!r}" for k, v in meta.get("parameters", {}).items())
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(notebook.stat().st_mtime))
+    header = (f'<header class="run">attnlab run <code>{html.escape(exp.id)}</code> ({html.escape(exp.label)}), '
+              f"executed {when}" + (f" in {meta['seconds']} s" if "seconds" in meta else "")
+              + (f" on {html.escape(str(meta['cpu']))}" if meta.get("cpu") else "")
+              + (f"; parameters: <code>{html.escape(given)}</code>" if given else "") + "</header>")
+    return _shown(write_page(notebook, f"{exp.title} ({exp.id})", header))
+
+
 def claims_summary(notebook: Path) -> str:
-    """One line: how many claims of the executed chapter are reproduced, fail, … (its claims table)."""
-    from .core.claims import KINDS
+    """One line: how many claims of the executed chapter have each verdict (its claims table), and
+    which fail."""
+    from .core.claims import KINDS, VERDICT_MARK
     from .notebooks import claims_of, count_kinds
 
     rows = claims_of(notebook)
     if not rows:
         return "claims: no claims table in the executed notebook"
     n = count_kinds(rows)
-    return "claims: " + ", ".join(f"{n[k]} {k}" for k in KINDS if n[k])
+    failing = [r["key"] for r in rows if r["verdict"].startswith(VERDICT_MARK["fails"].split()[0])]
+    return ("claims: " + ", ".join(f"{n[k]} {VERDICT_MARK[k]}" for k in KINDS if n[k])
+            + (f" (failing: {', '.join(failing)})" if failing else ""))
 
 
 def cmd_book(args) -> int:
@@ -240,6 +382,10 @@ def main(argv: list[str] | None = None) -> int:
     except ParameterError as err:
         print(f"attnlab: error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # Ctrl-C outside a run (a run says what it kept): one line, no traceback
+        _clear_line()
+        print("attnlab: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
