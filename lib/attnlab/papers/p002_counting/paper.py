@@ -39,6 +39,24 @@ FIG2_FLOOR = 0.2  # the accuracy floor of Fig. 2 (≈ 20 %, read off the figure)
 # Fig. 12 (App. D.3, read off the figure): learned − random accuracy for d < T, up to about +0.5 for
 # bos+sftm (d ≈ 4-8); ≈ 0 for d ≥ T.
 FIG12_BOS_SFTM_GAIN = 0.5
+FIG12_BOS_SFTM_GAIN_D = (4, 8)  # the d range of that gain (read off Fig. 12, T = 32)
+
+# Phase boundaries the paper states in words (it prints no numbers for the heat maps of Figs. 1,
+# 10-14), drawn on the chapters' heat maps; "T" stands for the alphabet size of the run.
+# §5.1 ("d ≥ T: orthogonal token embeddings are separable"): the regime (d from, p from) where the
+# paper's constructions reach 100 % and which it says the trained models of Fig. 1 follow.
+# Relation-based counting needs one hidden neuron: bos and bos+sftm ("a single hidden neuron p = 1
+# suffices ... The same principle applies to bos+sftm"), dot ("a perfect accuracy implementation in the
+# regime where d ≥ T with only a single hidden neuron"). Inventory-based counting needs p ≥ T: lin
+# ("100% accuracy when d ≥ T and p ≥ T"), lin+sftm and dot+sftm ("the same ideas", App. A.3).
+SEC51_REGIME = {"bos": ("T", 1), "bos+sftm": ("T", 1), "dot": ("T", 1),
+                "lin": ("T", "T"), "lin+sftm": ("T", "T"), "dot+sftm": ("T", "T")}
+# App. D.2 (Fig. 11): "in the p, d < T regime where bos+sftm is able to reach an accuracy relatively
+# close to 100%, the variability of the accuracies ... is quite large".
+APP_D2_HIGH_STD_VARIANT = "bos+sftm"  # over d < T and p < T
+# App. D.3 (Fig. 12): "In the regime d < T ... the random embeddings result in worse performance than
+# the learned ones" (for every model, at every p).
+APP_D3_LEARNED_BETTER_BELOW_D = "T"
 
 # Fig. 1's rows, left to right: with softmax (top), without (bottom).
 FIG1_TOP_ROW = ("bos+sftm", "dot+sftm", "lin+sftm")
