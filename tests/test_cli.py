@@ -105,6 +105,7 @@ def test_notebook_run_with_new_parameters_writes_executed_notebook_and_resumes(s
     second = attnlab(*args, "--out", str(tmp_path / "run2"), env=store)
     assert "0 computed, 6 from the store" in (tmp_path / "run2" / "fig1a-accuracy-vs-heads.ipynb").read_text()
     assert second.returncode == first.returncode
+    assert "resumed: 6 of 6 units from the store" in second.stdout  # also when a claim failed (exit 1)
 
 
 def test_time_limited_run_exits_75_and_the_same_command_resumes_to_the_end(store, tmp_path):
@@ -143,6 +144,8 @@ def test_notebook_run_summary_html_page_and_resume(store, tmp_path):
     nb = json.loads((tmp_path / "run1" / "discrepancy-bound.ipynb").read_text())
     assert nb["metadata"]["attnlab"]["units"] == {"runs": 1, "computed": 1, "store_hits": 0}
     assert not any("attnlab-units" in c["metadata"].get("tags", []) for c in nb["cells"])  # the counting cell is gone
+    counts = [c["execution_count"] for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+    assert counts == list(range(1, len(counts) + 1)), counts  # and numbered without it
 
     second = attnlab("run", FAST, "-q", "--out", str(tmp_path / "run2"), env=store)
     assert second.returncode == 0 and second.stderr == "", second.stderr  # -q: no progress

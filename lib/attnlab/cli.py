@@ -185,8 +185,10 @@ def _run_notebook(exp, params: dict, args) -> int:
     except PapermillExecutionError as err:
         if err.ename == "KeyboardInterrupt":
             return _interrupted(exp, params, time.perf_counter() - start, notebook)
-        print(f"attnlab: {exp.id} stopped in cell [{err.exec_count}]: {err.ename}: {_first_line(err.evalue)}",
-              file=sys.stderr)
+        print(f"attnlab: {exp.id} stopped in cell [{_error_cell(notebook) or err.exec_count}]: {err.ename}: "
+              f"{_first_line(err.evalue)}", file=sys.stderr)
+        if resumed_line(_units(notebook)):
+            print(resumed_line(_units(notebook)))
         print(claims_summary(notebook))
         print(f"book page: {_page(exp, notebook)} (the executed notebook, up to the error)")
         return EXIT_FAILED
@@ -238,6 +240,16 @@ def _shown(path: Path) -> str:
 def _first_line(text: str | None, limit: int = 200) -> str:
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def _error_cell(notebook: Path) -> int | None:
+    """The number (In [N]) of the executed notebook's cell that raised."""
+    import nbformat
+
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
+            return cell.get("execution_count")
+    return None
 
 
 def _units(notebook: Path) -> dict:

@@ -150,8 +150,9 @@ def execute(exp: Experiment, output: Path, parameters: dict[str, Any] | None = N
         env["ATTNLAB_STORE"] = store_root
     os.environ.update(env)  # the kernel inherits this process's environment
     nb = jupytext.read(exp.notebook)
-    if units:
-        nb.cells.append(nbformat.v4.new_code_cell(_UNITS_CELL, metadata={"tags": [_UNITS_TAG]}))
+    if units:  # right after the cell that runs the experiment, so that a later failing cell (a claim) keeps it
+        at = next((i + 1 for i, c in enumerate(nb.cells) if c.cell_type == "code" and ".run(" in c.source), len(nb.cells))
+        nb.cells.insert(at, nbformat.v4.new_code_cell(_UNITS_CELL, metadata={"tags": [_UNITS_TAG]}))
     if progress is not None:  # the code cells, with papermill's injected parameters and without the units cell
         progress.total = sum(c.cell_type == "code" and bool(c.source.strip()) for c in nb.cells) - units + bool(parameters)
     fp = fingerprint(exp)
@@ -169,7 +170,9 @@ def execute(exp: Experiment, output: Path, parameters: dict[str, Any] | None = N
             with contextlib.suppress(Exception):  # a notebook cut short mid-write stays as it is
                 if units and output.exists():
                     partial = nbformat.read(output, as_version=4)
-                    _pop_units(partial)
+                    found = _pop_units(partial)
+                    if found:
+                        partial.metadata.setdefault("attnlab", {})["units"] = found
                     nbformat.write(partial, output)
             raise
         finally:
@@ -197,9 +200,9 @@ print("ATTNLAB_UNITS", _json.dumps({"runs": len(_metas), **{k: sum(int(m.get(k) 
 
 
 def _pop_units(nb: nbformat.NotebookNode) -> dict[str, int] | None:
-    """Remove the units cell that `execute(units=True)` appended; return what it printed: how many
-    units the experiment runs of the chapter (results with `meta`) computed and found in the store,
-    or None when it did not run or found no result."""
+    """Remove the units cell that `execute(units=True)` inserted (and number the executed cells again
+    without it); return what it printed: how many units the experiment runs of the chapter (results
+    with `meta`) computed and found in the store, or None when it did not run or found no result."""
     import json
 
     found = None
@@ -209,6 +212,13 @@ def _pop_units(nb: nbformat.NotebookNode) -> dict[str, int] | None:
             for line in "".join(out.get("text", "")).splitlines():
                 if line.startswith("ATTNLAB_UNITS "):
                     found = json.loads(line.split(" ", 1)[1])
+        if cell.get("execution_count"):
+            for later in nb.cells:
+                if later.cell_type == "code" and (later.get("execution_count") or 0) > cell.execution_count:
+                    later.execution_count -= 1
+                    for out in later.get("outputs", []):
+                        if out.get("execution_count"):
+                            out.execution_count -= 1
     return found if found and found.get("runs") else None
 
 
