@@ -19,7 +19,7 @@ The built AoT equals f_{W,E} on S_1 and is uncontrolled on S_2. Bound chain (Eq.
 
 ||W E||_2 is the spectral norm of the N x T logit matrix of f. C_app is App. Eq. (14) (F_1^{-1} F_2
 = (P_1 V P_1^T)^{-1} P_1 V P_2^T); C_main, the main text's constant, is larger (||P_1 V P_2^T|| <= 1),
-so both give valid bounds (digest erratum 3). The theorem states C eps ||WE||_2; the chain carries
+so both give valid bounds (erratum 3 on the errata page). The theorem states C eps ||WE||_2; the chain carries
 the factor 2 of Eq. (13), kept here.
 
 Optional contrast (not the paper's construction): `solve="weighted"` fits M by pi-weighted least

@@ -1,4 +1,4 @@
-"""Checks of Theorem 1 with eps >= 0 (App. A.2, Eqs. 13-14; digest claim 12), float64."""
+"""Checks of Theorem 1 with eps >= 0 (App. A.2, Eqs. 13-14), float64."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def capacity_ours(H, d_h: int, d: int, dh_gt_d: str = "raise"):
     """Corollary 1 / Theorem 1: H d_h + d associations (vectorised over H).
 
     d_h > d is outside the paper's setting (footnote 1). dh_gt_d="effective" returns the
-    capacity the construction really has, H min(d, d_h) + d (digest claim 4);
+    capacity the construction really has, H min(d, d_h) + d (W_V^h A^h has rank at most d);
     "as_printed" returns H d_h + d anyway, as the paper's Exp. 3 (d < d_h = 10) and Exp. 6
     (d = 2, d_h = 5) bound curves do.
     """
@@ -157,7 +157,7 @@ def _rows() -> tuple[PriorWork, ...]:
         exact=True,
     )
     inconsistency = ("Table 1 prints O(S + N + T_0 log T_0) but section 7 (and footnote 6) "
-                     "O(S + N + sqrt(T_0 log T_0)); both rows are kept (digest erratum 4).")
+                     "O(S + N + sqrt(T_0 log T_0)); both rows are kept (erratum 4 on the errata page).")
     return (
         PriorWork(
             key="mahdavi2024",

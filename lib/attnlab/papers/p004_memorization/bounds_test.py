@@ -1,4 +1,4 @@
-"""Corollary 2, Mahdavi et al. and Table 1 / section 7 formulas (digest claim 8, sections 3.7 and 3.10)."""
+"""Corollary 2, Mahdavi et al. and Table 1 / section 7 formulas, at the paper's experiment settings."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _phi_exact(X, N, T_0):
 
 
 def test_exp1_reference_values():
-    """N = 50, d = d_h = 10, H = 1, 6, ..., 31 (digest section 3.7)."""
+    """N = 50, d = d_h = 10, H = 1, 6, ..., 31 (Exp. 1, Fig. 1a): 1/N + (1 - 1/N)(H d_h + d)/N^2 by hand."""
     H = np.arange(1, 32, 5)
     ours = [0.02784, 0.04744, 0.06704, 0.08664, 0.10624, 0.12584, 0.14544]
     np.testing.assert_allclose(corollary2_accuracy(50, 10, 10, H), ours, rtol=0, atol=TOL)

@@ -2,10 +2,10 @@
 
 Dana, Pydi & Chevaleyre (2025), "Memorization in Attention-only Transformers":
 Theorem 1 with eps = 0, Corollary 1, Remark 2 and Lemma 2, reimplemented from the
-paper and the book's digest (no code of the authors is used).
+paper (§4, App. A.1; no code of the authors is used).
 
-Model, Eqs. (1)-(2), with the query at the LAST position (digest erratum 1;
-App. A.1 writes x(t,S)^T W x(t,j)):
+Model, Eqs. (1)-(2), with the query at the LAST position (erratum 1 on the errata page:
+Eq. (1) prints x_s on both sides; App. A.1 writes x(t,S)^T W x(t,j)):
 
     x_s     = e(t_s) + pos_s                                   s = 1..S
     a^h     = softmax_s( x_S^T W_QK^h x_s ),   W_QK^h = (W_Q^h)^T W_K^h
@@ -241,7 +241,7 @@ def build_memorizing_aot(
         free coordinates are set to those of x_S (the most favourable choice: no head output
         is needed there), so only the two circle coordinates constrain the solve.
     allow_dh_gt_d: permit d_h > d (footnote 1 forbids it); the rank then saturates at
-        H d + d, not H d_h + d (digest claim 4).
+        H d + d, not H d_h + d (the rank of W_V^h A^h is at most d; row 4 of the Theorem 1 chapter).
     """
     tokens, targets = _check_task(tokens, targets, N)
     _check_dims(d, d_h, allow_dh_gt_d)

@@ -1,4 +1,4 @@
-"""Exact checks of the Theorem 1 (eps = 0) / Corollary 1 construction and Lemma 2 (digest claims 1-7)."""
+"""Exact checks of the Theorem 1 (eps = 0) / Corollary 1 construction and Lemma 2 (App. A.1), float64."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from attnlab.papers.p004_memorization.constructions import (
     residual_stream,
 )
 
-# (N, S, d, d_h, H) of the digest's section 3.4 prototype table; S > d in the first four.
+# (N, S, d, d_h, H) of our prototype table; S > d in the first four (outside Mahdavi et al.'s S <= d).
 CONFIGS = [(20, 8, 4, 2, 6), (50, 16, 4, 3, 10), (10, 32, 2, 2, 20), (100, 64, 8, 4, 25), (50, 2, 10, 10, 31)]
 EXACT = 1e-6  # max |residual - E| for an exact construction (claims 1, 6)
 FAILED = 1e-3  # least-squares residual that shows the linear system has no solution (claims 2, 3)
@@ -65,7 +65,7 @@ def test_forward_matches_eq2_written_per_sequence_and_head():
 
 
 def test_attention_uses_last_position_as_query():
-    """Digest erratum 1: Eq. (1) prints x_s^T W_QK x_s; only the query x_S makes the pattern depend
+    """Erratum 1 (errata page): Eq. (1) prints x_s^T W_QK x_s; only the query x_S makes the pattern depend
     on the last token. Changing the last token must change a^h for a generic W_QK."""
     w = _random_weights(seed=3)
     a = attention_pattern(w, np.array([[0, 1, 2, 3, 4], [0, 1, 2, 3, 5]]))
@@ -183,7 +183,7 @@ def test_zero_free_coordinates_make_W_OV_singular():
 # ----------------------------------------------------------------------------- claim 5: Lemma 2
 
 
-# (N, S, d, H, T_0) of the digest, section 3.5
+# (N, S, d, H, T_0) of our Lemma 2 prototype table
 LEMMA2_CONFIGS = [(20, 8, 4, 5, 40), (20, 8, 4, 10, 40), (20, 12, 3, 10, 25), (50, 16, 4, 8, 100)]
 
 

@@ -14,7 +14,7 @@ factorization, fitted here with torch.optim.LBFGS in float64 (`fit_encoder`).
   W_j = (cos 2 pi j/N, sin 2 pi j/N), E(t) = W_{g(t)}, f_lam = lam W E has
   d_KL = log(1 + sum_{k=1}^{N-1} exp(-lam (1 - cos(2 pi k/N)))) for every t, -> 0 as lam -> inf.
 
-Reimplemented from the paper and the book's digest; no code of the authors is used.
+Reimplemented from the paper (Def. 1, Props. 1-3, App. A.5); no code of the authors is used.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checks of the sequence encoders of Propositions 1-3 (float64; digest claims 9 and 10)."""
+"""Checks of the sequence encoders of Propositions 1-3 (float64; the closed form of App. A.5 and the rank bottleneck d ≥ N − 1)."""
 
 from __future__ import annotations
 

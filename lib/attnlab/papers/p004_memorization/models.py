@@ -9,7 +9,7 @@ code; the paper absorbs it in W_QK.
 
 Variants (fields of `AoTConfig`, defaults = the model above):
 
-* `param="repo"`: the authors' released parametrization (digest section 4.0). One shared
+* `param="repo"`: the authors' released parametrization (their `models.py`; not in the paper). One shared
   "compress" map C: R^d -> R^{d_h}, a positional embedding of dimension d_h added after it,
   H single-head attentions inside R^{d_h} (W_Q, W_K, W_V, W_O in R^{d_h x d_h}, scale
   1/sqrt(d_h)), their outputs summed, one shared "decompress" map D: R^{d_h} -> R^d; the
@@ -18,7 +18,7 @@ Variants (fields of `AoTConfig`, defaults = the model above):
   When d = d_h there is no C and no D (identities). In the packed-head form this is Eq. (1)
   with the token table y in place of x and every head's output taken in R^{d_h}; D is applied
   once to the sum. All heads' outputs lie in the d_h-dimensional range of D: the difference
-  from Eq. (1) that the Fig. 1b / 2a chapters measure (digest erratum 12).
+  from Eq. (1) that the Fig. 1b / 2a chapters measure (erratum 12 on the errata page).
 * `mlp_width=w > 0`: Exp. 5's MLP-based Transformer (section 5.2),
       T(t) = W_U (W_2 GELU(W_1 z + b_1) + z),   z = attention + skip,
   W_1 with a bias, W_2 without (as in the authors' code); Exp. 5 uses one head with d_h = d.
@@ -113,7 +113,8 @@ def distinct_sequences(tokens: torch.Tensor, N: int, most: float = 0.75):
 
 def fig3_parameter_axis(d: int, H: int, N: int) -> int:
     """The x-axis of Fig. 3 (Exp. 5): 4 d^2 H + d(2N + 1), used for both the H-head AoT and the
-    1-head + MLP model of width w = 2d(H - 1) (digest E5). It counts the weight matrices
+    1-head + MLP model of width w = 2d(H - 1) (the authors' `EXP_5.py` plots both against this axis; §5.2
+    compares them "with equal number of parameters"). It counts the weight matrices
     (4 d^2 per head, 2 d w = 4 d^2 (H - 1) for the MLP, 2Nd for embedding and unembedding)
     plus d; the exact counts (`AoTConfig.n_parameters`) add S d positional entries and, for
     the MLP, its w biases."""
@@ -121,7 +122,7 @@ def fig3_parameter_axis(d: int, H: int, N: int) -> int:
 
 
 def fig7_parameter_axis(d: int, H: int, N: int) -> int:
-    """The x-axis of Fig. 7 (App. B.1): 4 d^2 H + 2d(N + 1), d more than Fig. 3's (digest E7)."""
+    """The x-axis of Fig. 7 (App. B.1): 4 d^2 H + 2d(N + 1), d more than Fig. 3's (the authors' `EXP_dim.py`)."""
     return 4 * d * d * H + 2 * d * (N + 1)
 
 

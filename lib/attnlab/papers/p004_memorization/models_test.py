@@ -207,8 +207,8 @@ def test_fig3_axis_is_the_count_of_both_models_at_matched_width():
             axis = fig3_parameter_axis(d, H, N_)
             assert aot.n_parameters == axis - d + S * d
             assert mlp.n_parameters - mlp.mlp_width == aot.n_parameters
-    assert fig3_parameter_axis(7, 1, 70) == 1183 and fig3_parameter_axis(13, 31, 70) == 22789  # digest E5
-    # Fig. 7 (App. B.1) prints 4d^2 H + 2d(N + 1) instead: d more (digest E7: d = 50, N = 200: 30 100 -> 130 100).
+    assert fig3_parameter_axis(7, 1, 70) == 1183 and fig3_parameter_axis(13, 31, 70) == 22789  # EXP_5.py's axis
+    # Fig. 7 (App. B.1; the authors' EXP_dim.py) uses 4d^2 H + 2d(N + 1) instead: d more (d = 50, N = 200: 30 100 -> 130 100).
     assert fig7_parameter_axis(50, 1, 200) == 30100 and fig7_parameter_axis(50, 11, 200) == 130100
     assert fig7_parameter_axis(50, 6, 200) - fig3_parameter_axis(50, 6, 200) == 50
 

@@ -1,7 +1,8 @@
 """Every number paper 004 prints that the chapters compare against, and its training protocol.
 
 Sources: the paper's text and figures, and the authors' released CSVs and code where the text
-prints no number (digest section 4); each block says which. No logic here.
+prints no number (github.com/leodana2000/Transformer_Attentional_Memory: `Scaling laws/Data_exp_*.csv`,
+`experiments.ipynb`, `EXP_*.py`); each block says which. No logic here.
 """
 
 # The training protocol of Exps. 1-4 and 6 as the authors' released code runs it (App. B; the
@@ -30,11 +31,12 @@ EXP4_SLOPE = {3: 0.00134, 4: 0.00349, 5: 0.00716, 6: 0.01114, 7: 0.01634, 8: 0.0
 EXP4_SLOPE_OVER_BOUND = {3: 1.1, 4: 2.2, 5: 3.7, 6: 4.7, 7: 6.0, 8: 7.1, 9: 7.8, 10: 8.7, 11: 9.6, 12: 9.3, 13: 10.9}
 
 
-# Digest section 3.8 (measured with C_emp; 100 sequences, eta ~ U(0, eta_max)): mean bounds.
-DIGEST_MEAN_BOUND = {(1000, 256, 0.1): 1.524, (1000, 256, 0.01): 0.205}
+# Our earlier evaluation of the corrected Theorem 2 bound (App. A.3) with other random draws (measured
+# coherence C_emp; 100 sequences, eta ~ U(0, eta_max)): mean bounds. The paper prints no number.
+REFERENCE_MEAN_BOUND = {(1000, 256, 0.1): 1.524, (1000, 256, 0.01): 0.205}
 
 
-# Fig. 4 from the authors' released data (digest E6; 20 reps, d = d_h = 2, N = 10).
+# Fig. 4 from the authors' released data (`Scaling laws/Data_exp_6.csv`; 20 reps, d = d_h = 2, N = 10).
 EXP6_H = [1, 5, 9, 13, 17, 21]
 
 

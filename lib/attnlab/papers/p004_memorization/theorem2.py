@@ -24,7 +24,7 @@ and, since (W_j − W_g)^T W_g <= −(1 − 2C), λ_t <= log((N−1)/(e^{H} − 
 simplified bound replaces the expectation of the product by
 E[1 − π(g)] · log((N−1)/(e^{E[H]} − 1)) · (1 + 4C)/(1 − 2C).
 
-Sign corrections to the printed text (digest erratum 2): the λ equation is printed with −H(π_t)
+Sign corrections to the printed text (erratum 2 on the errata page): the λ equation is printed with −H(π_t)
 on the left (no solution: the right side is >= 0 for every real λ); the bound's e^{−H} − 1 must be
 e^{H} − 1 (e^{−H} − 1 < 0, a negative log argument); the uniform case is H = +log N, not −log N;
 App. A.3's decomposition has E[H] where −E[H] belongs and drops an exp in f/Σe^f; and

@@ -1,4 +1,4 @@
-"""Theorem 2 (corrected) checked like a proof: float64, every sequence, the digest's table."""
+"""Theorem 2 (corrected) checked like a proof: float64, every sequence, our reference table."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 
 from attnlab.papers.p004_memorization import theorem2 as t2
 
-# Digest §3.8 table: (N, d, eta_max) -> (C_emp, mean KL, mean bound), measured with other draws.
+# (N, d, eta_max): the configurations of our earlier evaluation of the corrected bound (other random draws).
 TABLE = [(10, 400, 0.1), (10, 400, 0.001), (1000, 256, 0.1), (1000, 256, 0.01), (2000, 512, 0.01)]
 
 

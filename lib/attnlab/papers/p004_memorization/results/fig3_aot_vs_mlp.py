@@ -27,7 +27,7 @@ def compute_fig3(ctx: Context) -> dict:
 
 
 def claims_fig3(result: dict, full: dict | None = None) -> ClaimsTable:
-    """Digest claim 17 (17a, 17b asserted: the digest's thresholds, wide margins at CI scale), and every
+    """Fig. 3 (§5.2, Exp. 5; rows 17a, 17b asserted: our thresholds, wide margins at CI scale), and every
     curve of the paper's Fig. 3 against the stored paper-scale run `full` (not run without it)."""
     t = ClaimsTable(rtol=TRAINED_RTOL)
     claims_aot_mlp(t, result, "17", EXP5_H, EXP5_AOT, EXP5_MLP, asserted=True)

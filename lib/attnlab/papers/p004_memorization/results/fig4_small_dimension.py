@@ -63,7 +63,8 @@ def analyse_fig4(rows: list[dict], cfg: dict, metric: str) -> dict:
 
 
 def claims_fig4(result: dict, full: dict | None = None) -> ClaimsTable:
-    """Digest claim 18 (asserted), the slope ratio (erratum 7), the d_h = 5 text (errata 6, 13, 15)."""
+    """Fig. 4 (App. B, Exp. 6; row 18, asserted: trained accuracy above Corollary 2's bound), the slope ratio
+    (erratum 7), the d_h = 5 text (errata 6, 13, 15)."""
     cfg, an = result["config"], {int(k): v for k, v in result["analysis"].items()}
     H, d = cfg["H_list"], cfg["d"]
     t = ClaimsTable(rtol=TRAINED_RTOL)

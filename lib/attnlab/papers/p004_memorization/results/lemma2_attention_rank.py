@@ -57,7 +57,8 @@ def compute_lemma2(ctx: Context) -> dict:
 
 
 def claims_lemma2(result: dict) -> ClaimsTable:
-    """Digest claim 5 (random rank-1 and full W_QK, asserted) and the proof's own choice (reported)."""
+    """Lemma 2 (App. A.1; rows 5): rank min(T_0, Hd) for random rank-1 and full W_QK (asserted) and for the
+    proof's own choice (reported)."""
     rows = result["rows"]
     t = ClaimsTable()
     for qk, text, asserted in (("rank1", "random rank-1 W_QK (Remark 2)", True),

@@ -70,7 +70,9 @@ def compute_thm1(ctx: Context) -> dict:
 
 
 def claims_thm1(result: dict) -> ClaimsTable:
-    """Digest claims 1-4, 6, 7 (all deterministic, float64, asserted at every scale)."""
+    """Theorem 1 (ε = 0), Corollary 1, Remark 2 and footnote 1 (rows 1-4, 6, 7: exact memorization of H d_h + d
+    associations, the rank, the skip connection, d_h ≤ d, the parameter counts; all deterministic, float64,
+    asserted at every scale)."""
     from ..constructions import corollary1_parameters, paper_parameter_count
 
     b = result["builds"]
