@@ -121,7 +121,7 @@ def test_every_reproduced_row_measures_something():
             if not r["verdict"].startswith("✅"):
                 continue
             assert r["tolerance"].strip() not in ("", "–"), f"{exp.id} row {r['key']}: reproduced without a tolerance"
-            paper = re.sub(r" \((text|figure|data|digest)\)$", "", r["paper"]).strip()
+            paper = re.sub(r" \((text|figure|data|derived)\)$", "", r["paper"]).strip()
             assert not (paper == r["ours"].strip() and not _number(paper)), \
                 f"{exp.id} row {r['key']}: paper and this run both read {paper!r}: a consistency check, not a reproduction"
 

@@ -38,7 +38,7 @@ VERDICT_MARK = {"reproduced": "✅ reproduced", "fails": "❌ fails", "inconclus
 KINDS = tuple(VERDICT_MARK)  # only "reproduced" counts as a reproduction
 VERDICT_COLOR = {"reproduced": "#1a7f37", "fails": "#cf222e", "not run": "#6e7781", "inconclusive": "#9a6700",
                  "consistency check": "#0969da"}
-SOURCES = ("text", "figure", "data", "derived", "digest", "")  # where a paper value comes from: the paper's text
+SOURCES = ("text", "figure", "data", "derived", "")  # where a paper value comes from: the paper's text
 # or tables, a read-off of its figure, the authors' released data or code, or a value we derive from the
 # paper's formulas or numbers (the derivation written out in typeset math in the chapter or the overview)
 LEGEND = ("✅ reproduced: measured by this run and within the stated tolerance of the paper's value. "
