@@ -48,6 +48,11 @@ LEGEND = ("✅ reproduced: measured by this run and within the stated tolerance 
           "Column 'asserted': 'yes' means the chapter raises (and CI fails) if the claim fails at this scale.")
 
 
+def _check_source(key: str, source: str) -> None:
+    if source not in SOURCES:
+        raise ValueError(f"claim {key}: source {source!r}: choose one of {SOURCES}")
+
+
 class ClaimFailed(AssertionError):
     """A claim asserted at this scale does not hold."""
 
@@ -158,8 +163,7 @@ class ClaimsTable:
                 return self.inconclusive(key, text, paper=paper, ours=ours, source=source, rtol=rtol,
                                          why=f"{tolerance}: {fmt(value)} lies within this row's precision "
                                              f"(± {rtol:.0%}) of {fmt(limit)}")
-        if source not in SOURCES:
-            raise ValueError(f"source {source!r}: choose one of {SOURCES}")
+        _check_source(key, source)
         if holds is not None and not tolerance:
             raise ValueError(f"claim {key}: a measured row needs a tolerance")
         if holds is not None and paper is ours and not isinstance(paper, (int, float)):
@@ -176,6 +180,7 @@ class ClaimsTable:
         """A consistency check (arithmetic, shapes, definitions, a value the formulas fix): shown,
         asserted if asked, never counted as a reproduction. A failing one is shown as failing. Exact
         by default (`rtol` 0)."""
+        _check_source(key, source)
         verdict = "consistency check" if holds else "fails"
         self.rows.append(Claim(key, text, fmt(expected), fmt(ours), tolerance, verdict, asserted, source,
                                self._rtol(rtol)))
@@ -185,12 +190,14 @@ class ClaimsTable:
                      source: str = "", rtol: float | None = None) -> "ClaimsTable":
         """A check that cannot separate the paper's claim from its alternative at this scale; `why`
         goes in the tolerance column."""
+        _check_source(key, source)
         self.rows.append(Claim(key, text, fmt(paper), fmt(ours), why, "inconclusive", False, source,
                                self._rtol(rtol)))
         return self
 
     def not_run(self, key: str, text: str, *, paper: Any, command: str, source: str = "") -> "ClaimsTable":
         """A claim only paper scale can check; `command` produces it."""
+        _check_source(key, source)
         self.rows.append(Claim(key, text, fmt(paper), "–", command, "not run", False, source))
         return self
 

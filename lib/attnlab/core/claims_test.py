@@ -115,3 +115,11 @@ def test_a_value_within_its_precision_of_the_threshold_is_inconclusive():
     t.check()  # an inconclusive row never raises
     exact = ClaimsTable().add("5", "bound", paper=1, ours=1.0, holds=True, tolerance="≤ 1", margin=(1.0, 1.0))
     assert exact.rows[0].verdict == "inconclusive"
+
+
+def test_every_kind_of_row_checks_its_source():
+    for add in (lambda t: t.consistency("1", "x", expected=1, ours=1, holds=True, source="notes"),
+                lambda t: t.inconclusive("1", "x", paper=1, ours=1, why="w", source="notes"),
+                lambda t: t.not_run("1", "x", paper=1, command="c", source="notes")):
+        with pytest.raises(ValueError, match="source 'notes'"):
+            add(ClaimsTable())
