@@ -2,7 +2,7 @@
 executed .ipynb: open it in any browser, no Jupyter needed.
 
 Markdown cells are rendered with markdown-it-py (installed with jupyter-book's MyST parser: tables,
-`$…$` math typeset by MathJax when the browser is online, `:::{admonition}` boxes); code cells are
+`$…$` math typeset by MathJax (the offline copy the book uses), `:::{admonition}` boxes); code cells are
 highlighted with Pygments and followed by their outputs: figures embedded as data: URIs with the
 chapter's captions, the claims table as HTML, text, errors. Cells follow jupyter-book's tags:
 remove-cell, remove-input and remove-output drop those parts, hide-input folds the code.
@@ -49,8 +49,17 @@ details > summary { cursor: pointer; color: #59636e; font-size: 0.85rem; }
               border-radius: 4px; }
 .admonition > .title { font-weight: 600; color: var(--c, #0969da); margin: 0.5em 0 0.2em; }
 """
+def _mathjax_src() -> str:
+    """MathJax 3 from this environment (the copy the book itself uses, shipped by sphinx-mathjax-offline), so
+    the page typesets its math offline; a CDN only where that copy is absent."""
+    import sysconfig
+
+    local = Path(sysconfig.get_paths()["purelib"]) / "sphinx-mathjax-offline" / "static" / "mathjax" / "tex-chtml.js"
+    return local.as_uri() if local.exists() else "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"
+
+
 MATHJAX = ("<script>MathJax = {tex: {inlineMath: [['\\\\(', '\\\\)']], displayMath: [['\\\\[', '\\\\]']]}};</script>\n"
-           '<script defer src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>')
+           f'<script defer src="{_mathjax_src()}"></script>')
 
 
 def _markdown():
