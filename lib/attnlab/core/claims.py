@@ -29,9 +29,9 @@ MIME = "application/vnd.attnlab.claims+json"  # the table's machine-readable for
 
 # The declared precision of a trained value: a float32 training run follows another trajectory when the
 # CPU's instruction set or BLAS kernel changes the last bits of a sum, so its CI-scale numbers move between
-# machines (measured between this book executed with AVX-512 and with AVX2 kernels: most by under 9 %). A
+# machines (measured on this book executed with AVX-512, AVX2 and no vector kernels: most by under 10 %). A
 # trained row's numbers are compared within this relative tolerance, and its verdict must be the same.
-TRAINED_RTOL = 0.1
+TRAINED_RTOL = 0.2
 
 VERDICT_MARK = {"reproduced": "✅ reproduced", "fails": "❌ fails", "inconclusive": "❔ inconclusive",
                 "not run": "⏳ not run", "consistency check": "🔁 consistency check"}
