@@ -9,9 +9,10 @@ A claim `asserted` at this scale raises `ClaimFailed` after the table is shown i
 so the chapter (and CI) fails.
 
 Every number in the table has a declared precision, so a re-execution on another CPU (another
-instruction set, another BLAS kernel) checks the same claims: a row's `rtol` is 0 for exact results
-(float64 constructions, closed forms: printed at 3 significant digits, residuals printed as a bound
-with `bound`, e.g. `< 1e-12`) and the relative tolerance of a trained value otherwise. The table is
+instruction set, another BLAS kernel) checks the same claims: a row's `rtol` and `atol` are 0 for
+exact results (float64 constructions, closed forms: printed at 3 significant digits, residuals printed
+as a bound with `bound`, e.g. `< 1e-12`); a trained value's numbers agree within `rtol` relative (0.5:
+within a factor of 2) plus `atol` absolute (e.g. the seed spread of a loss difference near 0). The table is
 displayed as an HTML table (the book), as Markdown text, and as JSON (`MIME`): the JSON carries
 every cell with its row's precision, and `compare` (used by nbval through `attnlab.pytest_plugin`)
 checks a re-executed table against the stored one: same rows and verdicts, same words, every
@@ -46,6 +47,12 @@ LEGEND = ("✅ reproduced: measured by this run and within the stated tolerance 
           "alternative. ⏳ not run: paper scale only (the command is in the tolerance column). "
           "🔁 consistency check: arithmetic, shapes or definitions, never counted as a reproduction. "
           "Column 'asserted': 'yes' means the chapter raises (and CI fails) if the claim fails at this scale.")
+
+
+def _precision_text(rtol: float, atol: float) -> str:
+    """A row's precision for the reader: '± 20%', '± 0.09', '± 0.09 + 20%'."""
+    parts = ([f"± {fmt(atol)}"] if atol else []) + ([f"{rtol:.0%}" if atol else f"± {rtol:.0%}"] if rtol else [])
+    return " + ".join(parts)
 
 
 def _check_source(key: str, source: str) -> None:
@@ -96,19 +103,19 @@ def _last_place(token: str) -> float:
     return 10.0 ** ((int(exponent) if exponent else 0) - decimals)
 
 
-def numbers_agree(stored: str, new: str, rtol: float) -> bool:
+def numbers_agree(stored: str, new: str, rtol: float, atol: float = 0.0) -> bool:
     """Two printed numbers are equal at a row's precision: within one unit of the stored number's last
     printed digit (two printings of the same exact value can straddle a rounding boundary), plus `rtol`
-    relative for trained values. An integer of an exact row (a count) must be equal."""
+    relative and `atol` absolute for trained values. An integer of an exact row (a count) must be equal."""
     a, b = (float(t.replace("\u2212", "-")) for t in (stored, new))
     if a == b:
         return True
-    if rtol == 0 and "." not in stored and "e" not in stored.lower():
+    if rtol == 0 and atol == 0 and "." not in stored and "e" not in stored.lower():
         return False
-    return abs(a - b) <= rtol * max(abs(a), abs(b)) + _last_place(stored) * (1 + 1e-9)
+    return abs(a - b) <= atol + rtol * max(abs(a), abs(b)) + _last_place(stored) * (1 + 1e-9)
 
 
-def cell_differences(stored: str, new: str, rtol: float) -> str | None:
+def cell_differences(stored: str, new: str, rtol: float, atol: float = 0.0) -> str | None:
     """Why a re-executed cell differs from the stored one at its precision (None if it does not): its
     words must be identical and its numbers agree (`numbers_agree`)."""
     if NUMBER.split(stored) != NUMBER.split(new):
@@ -116,8 +123,11 @@ def cell_differences(stored: str, new: str, rtol: float) -> str | None:
     a, b = NUMBER.findall(stored), NUMBER.findall(new)
     if len(a) != len(b):
         return "it has another count of numbers"
-    bad = [f"{x} -> {y}" for x, y in zip(a, b) if not numbers_agree(x, y, rtol)]
-    return f"numbers beyond {'rtol ' + fmt(rtol) if rtol else 'the printed precision'}: {', '.join(bad)}" if bad else None
+    bad = [f"{x} -> {y}" for x, y in zip(a, b) if not numbers_agree(x, y, rtol, atol)]
+    if not bad:
+        return None
+    precision = f"rtol {fmt(rtol)}, atol {fmt(atol)}" if rtol or atol else "the printed precision"
+    return f"numbers beyond {precision}: {', '.join(bad)}"
 
 
 @dataclass
@@ -130,7 +140,8 @@ class Claim:
     verdict: str
     asserted: bool
     source: str = ""
-    rtol: float = 0.0  # the precision of the row's numbers: 0 = exact at the printed digits
+    rtol: float = 0.0  # the precision of the row's numbers: relative and absolute; 0, 0 = exact at the printed digits
+    atol: float = 0.0
 
 
 @dataclass
@@ -139,30 +150,35 @@ class ClaimsTable:
 
     title: str = "Paper vs this run"
     rows: list[Claim] = field(default_factory=list)
-    rtol: float = 0.0  # the default precision of measured rows: 0 for exact results, > 0 for trained ones
+    rtol: float = 0.0  # the default precision of the rows' numbers: 0, 0 for exact results
+    atol: float = 0.0
 
-    def _rtol(self, rtol: float | None) -> float:
+    def _precision(self, rtol: float | None, atol: float | None) -> tuple[float, float]:
         rtol = self.rtol if rtol is None else rtol
+        atol = self.atol if atol is None else atol
         if not 0 <= rtol <= 1:
             raise ValueError(f"rtol {rtol!r}: a relative tolerance in [0, 1] (1: only the sign and scale are claimed)")
-        return rtol
+        if not 0 <= atol < math.inf:
+            raise ValueError(f"atol {atol!r}: an absolute tolerance >= 0")
+        return rtol, atol
 
     def add(self, key: str, text: str, *, paper: Any, ours: Any, holds: bool | None,
             tolerance: str = "", asserted: bool = False, source: str = "",
-            rtol: float | None = None, margin: tuple[float, float] | None = None) -> "ClaimsTable":
+            rtol: float | None = None, atol: float | None = None,
+            margin: tuple[float, float] | None = None) -> "ClaimsTable":
         """A reproduction: the paper's value (from `source`: text, figure, data) against a measured
-        one, within `tolerance`. holds=None: not measured at this scale. `rtol`: the relative
+        one, within `tolerance`. holds=None: not measured at this scale. `rtol`, `atol`: the
         precision of this row's measured numbers (default: the table's). `margin=(value, threshold)`:
         the measured value that decides the row and its threshold; where they are closer than the
-        row's precision (rtol of the larger, or 1e-12), another CPU could decide either way, so the
-        row is inconclusive, not a coin flip (and not asserted)."""
-        rtol = self._rtol(rtol)
+        row's precision (atol + rtol of the larger, at least 1e-12), another CPU could decide either
+        way, so the row is inconclusive, not a coin flip (and not asserted)."""
+        rtol, atol = self._precision(rtol, atol)
         if holds is not None and margin is not None:
             value, limit = (float(x) for x in margin)
-            if abs(value - limit) <= max(rtol * max(abs(value), abs(limit)), 1e-12):
-                return self.inconclusive(key, text, paper=paper, ours=ours, source=source, rtol=rtol,
+            if abs(value - limit) <= max(atol + rtol * max(abs(value), abs(limit)), 1e-12):
+                return self.inconclusive(key, text, paper=paper, ours=ours, source=source, rtol=rtol, atol=atol,
                                          why=f"{tolerance}: {fmt(value)} lies within this row's precision "
-                                             f"(± {rtol:.0%}) of {fmt(limit)}")
+                                             f"({_precision_text(rtol, atol)}) of {fmt(limit)}")
         _check_source(key, source)
         if holds is not None and not tolerance:
             raise ValueError(f"claim {key}: a measured row needs a tolerance")
@@ -171,28 +187,28 @@ class ClaimsTable:
                              "a value compared with itself is a consistency check")
         verdict = "not run" if holds is None else ("reproduced" if holds else "fails")
         self.rows.append(Claim(key, text, fmt(paper), fmt(ours), tolerance, verdict, asserted and holds is not None,
-                               source, rtol))
+                               source, rtol, atol))
         return self
 
     def consistency(self, key: str, text: str, *, expected: Any, ours: Any, holds: bool,
                     tolerance: str = "exact", asserted: bool = False, source: str = "",
-                    rtol: float = 0.0) -> "ClaimsTable":
+                    rtol: float | None = None, atol: float | None = None) -> "ClaimsTable":
         """A consistency check (arithmetic, shapes, definitions, a value the formulas fix): shown,
         asserted if asked, never counted as a reproduction. A failing one is shown as failing. Exact
-        by default (`rtol` 0)."""
+        The precision of its numbers is the table's unless given (a trained table's sanity checks are trained)."""
         _check_source(key, source)
         verdict = "consistency check" if holds else "fails"
         self.rows.append(Claim(key, text, fmt(expected), fmt(ours), tolerance, verdict, asserted, source,
-                               self._rtol(rtol)))
+                               *self._precision(rtol, atol)))
         return self
 
     def inconclusive(self, key: str, text: str, *, paper: Any, ours: Any, why: str,
-                     source: str = "", rtol: float | None = None) -> "ClaimsTable":
+                     source: str = "", rtol: float | None = None, atol: float | None = None) -> "ClaimsTable":
         """A check that cannot separate the paper's claim from its alternative at this scale; `why`
         goes in the tolerance column."""
         _check_source(key, source)
         self.rows.append(Claim(key, text, fmt(paper), fmt(ours), why, "inconclusive", False, source,
-                               self._rtol(rtol)))
+                               *self._precision(rtol, atol)))
         return self
 
     def not_run(self, key: str, text: str, *, paper: Any, command: str, source: str = "") -> "ClaimsTable":
@@ -232,8 +248,8 @@ class ClaimsTable:
         for c in self.rows:
             paper = html.escape(c.paper) + (f' <span class="claims-source">({html.escape(c.source)})</span>'
                                             if c.source else "")
-            ours = html.escape(c.ours) + (f' <span class="claims-precision">(± {c.rtol:.0%} across CPUs)</span>'
-                                          if c.rtol else "")
+            ours = html.escape(c.ours) + (f' <span class="claims-precision">({_precision_text(c.rtol, c.atol)} '
+                                          'across CPUs)</span>' if c.rtol or c.atol else "")
             cells = [html.escape(c.key), html.escape(c.text), paper, ours, html.escape(c.tolerance),
                      f'<span class="verdict" style="color:{VERDICT_COLOR[c.verdict]};font-weight:600">'
                      f"{html.escape(VERDICT_MARK[c.verdict])}</span>", "yes" if c.asserted else "no"]
@@ -272,7 +288,7 @@ class ClaimsTable:
                 if a.get(name) != b.get(name):
                     problems.append(f"row {a['key']}: {name} {a.get(name)!r} -> {b.get(name)!r}")
             for name in ("text", "paper", "ours", "tolerance"):
-                why = cell_differences(a[name], b[name], float(a.get("rtol", 0.0)))
+                why = cell_differences(a[name], b[name], float(a.get("rtol", 0.0)), float(a.get("atol", 0.0)))
                 if why:
                     problems.append(f"row {a['key']}, {name}: {a[name]!r} -> {b[name]!r} ({why})")
         return problems

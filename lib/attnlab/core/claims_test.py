@@ -123,3 +123,16 @@ def test_every_kind_of_row_checks_its_source():
                 lambda t: t.not_run("1", "x", paper=1, command="c", source="notes")):
         with pytest.raises(ValueError, match="source 'notes'"):
             add(ClaimsTable())
+
+
+def test_an_absolute_tolerance_covers_noise_around_zero():
+    from attnlab.core.claims import numbers_agree
+
+    assert numbers_agree("+0.044", "-0.060", 0.0, 0.11) and not numbers_agree("+0.044", "-0.060", 1.0, 0.0)
+    t = ClaimsTable(rtol=0.2, atol=0.09)
+    t.add("1", "loss falls", paper="< 0", ours=-0.05, holds=True, tolerance="< 0", margin=(-0.05, 0))
+    t.consistency("2", "a trained sanity check", expected="> 0.1", ours=0.24, holds=True)
+    assert t.rows[0].verdict == "inconclusive" and "± 0.09 + 20%" in t.rows[0].tolerance
+    assert (t.rows[1].rtol, t.rows[1].atol) == (0.2, 0.09)  # a trained table's consistency rows are trained too
+    with pytest.raises(ValueError, match="atol"):
+        ClaimsTable(atol=-1).add("3", "x", paper=1, ours=1, holds=True, tolerance="t")

@@ -51,9 +51,14 @@ def claims(result: dict) -> ClaimsTable:
     t = ClaimsTable(rtol=TRAINED_RTOL)
     for key, (fig, enc, red, blue) in zip("123", FIGURES[:2]):
         ratios = [at(cfg, runs[red][task]["test"], cmax) / at(cfg, runs[blue][task]["test"], cmax) for task in tasks]
-        t.add(key, f"{fig}: with {enc} P the positional Transformer beats the standard one OOD in every task "
-              f"(least standard / positional median MSE at c = {cmax:g}, {', '.join(tasks)})",
-              paper="positional lower, every task", ours=min(ratios), holds=min(ratios) >= 2,
+        text = (f"{fig}: with {enc} P the positional Transformer beats the standard one OOD in every task "
+                f"(least standard / positional median MSE at c = {cmax:g}, {', '.join(tasks)})")
+        if ci and key == "1":  # measured on three CPUs: 2.18 (AVX-512, AVX2 kernels), 10.7 (no vector kernels)
+            t.inconclusive(key, text, paper="positional lower, every task", ours=min(ratios), rtol=1.0,
+                           why="≥ 2; at CI scale this ratio ranges from 2.2 to 10.7 with the CPU's rounding alone, "
+                               "so it cannot be judged against 2", source="text")
+            continue
+        t.add(key, text, paper="positional lower, every task", ours=min(ratios), holds=min(ratios) >= 2,
               tolerance="≥ 2", asserted=ci, source="text")
     ratios = [at(cfg, runs["standard + RoPE"][task]["test"], cmax) / at(cfg, runs["positional, one-hot"][task]["test"], cmax)
               for task in tasks]
