@@ -178,8 +178,16 @@ def _row_html(row: dict[str, str], lead: str) -> str:
             f'{key}<span class="vs-claim">{e(_shorten(row.get("claim", "")))}</span>{vals}</p>')
 
 
-def summary_html(exp, rows: list[dict[str, str]], table_anchor: str | None) -> str:
-    """The box "Verdicts at a glance" (raw HTML)."""
+def _counts_text(rows: list[dict[str, str]]) -> str:
+    n = count_kinds(rows)
+    return ", ".join(f"{MARK[k]} {n[k]} {PLURAL[k] if n[k] != 1 else SINGULAR[k]}" for k in KINDS if n[k])
+
+
+def summary_html(exp, rows: list[dict[str, str]], table_anchor: str | None,
+                 others: list[tuple[list[dict[str, str]], str | None, str]] = ()) -> str:
+    """The box "Verdicts at a glance" (raw HTML): the chapter's claims table (`rows`, in the section
+    `table_anchor`) counted by verdict kind, its headline rows, and a line per other claims table on the
+    page (`others`: rows, section anchor, section title)."""
     e = html.escape
     n = count_kinds(rows)
     total = len(rows)
@@ -193,6 +201,10 @@ def summary_html(exp, rows: list[dict[str, str]], table_anchor: str | None) -> s
                     for k in KINDS)
     picked = headline_rows(rows)
     lines = [_row_html(picked[0], "Headline:")] + [_row_html(r, "First failure:") for r in picked[1:]]
+    for other_rows, anchor, title in others:
+        name = e(title or "Another claims table")
+        link = f'<a href="#{e(anchor, quote=True)}">{name}</a>' if anchor else name
+        lines.append(f'<p class="vs-also">{link}: {len(other_rows)} claims, {e(_counts_text(other_rows))}.</p>')
     links = []
     if table_anchor:
         links.append(f'<a href="#{e(table_anchor, quote=True)}">All {total} claims: Paper vs this run</a>')
@@ -357,6 +369,13 @@ def plain_titles(app, doctree) -> None:
 
 # --- the chapter transform ---------------------------------------------------------------------------------
 
+def _ancestor(node: nodes.Node, test) -> nodes.Element | None:
+    node = node.parent
+    while node is not None and not test(node):
+        node = node.parent
+    return node
+
+
 def _chapter(docname: str):
     """The registry's experiment of a chapter document, or None."""
     if not docname.startswith("book/"):
@@ -410,23 +429,29 @@ def chapter_view(app, doctree) -> None:
     srcdir = Path(app.srcdir)
     env.note_dependency(str(srcdir / "book" / "timings.csv"))
 
-    # The claims table: its rows, data-label on its cells, its code hidden.
-    rows: list[dict[str, str]] = []
-    anchor = None
+    # The claims tables get data-label on their cells. The chapter's own table (the output of the cell
+    # marked CHECK_MARK, else the first) gives the summary its rows; any other (a stored paper-scale
+    # run's) gets a line of counts.
+    tables = []  # (rows, anchor of its section, title of its section, in the checked cell)
     for raw in list(doctree.findall(nodes.raw)):
         text = raw.astext()
         if 'class="claims-table"' not in text or "html" not in raw.get("format", ""):
             continue
         headers, found = claims_rows(text)
-        if not rows:
-            rows = found
         new = nodes.raw("", with_data_labels(text, headers), format=raw["format"], classes=raw["classes"])
         raw.parent.replace(raw, new)
-        section = new.parent
-        while section is not None and not isinstance(section, nodes.section):
-            section = section.parent
-        if anchor is None and section is not None and section["ids"] and section.parent is not doctree:
-            anchor = section["ids"][0]
+        cell = _ancestor(new, lambda n: isinstance(n, nodes.container) and "cell" in n["classes"])
+        checked = cell is not None and any(CHECK_MARK in c.astext() for c in cell.children
+                                           if "cell_input" in c.get("classes", []))
+        if checked:
+            cell["classes"].append("claims-checked")
+        section = _ancestor(new, lambda n: isinstance(n, nodes.section))
+        inner = section is not None and section["ids"] and section.parent is not doctree
+        tables.append((found, section["ids"][0] if inner else None,
+                       section[0].astext() if inner and isinstance(section[0], nodes.title) else "", checked))
+    main = next((t for t in tables if t[3]), tables[0] if tables else ([], None, "", False))
+    rows, anchor = main[0], main[1]
+    others = [(t[0], t[1], t[2]) for t in tables if t is not main]
 
     # The claims table's code is hidden (nbval reads it from the notebook; the reader needs the table).
     for source in list(doctree.findall(lambda n: isinstance(n, nodes.container) and "cell_input" in n["classes"])):
@@ -443,7 +468,7 @@ def chapter_view(app, doctree) -> None:
     top = next(iter(doctree.findall(nodes.section)), None)
     if top is not None:
         title = next((i for i, c in enumerate(top.children) if isinstance(c, nodes.title)), -1)
-        top.insert(title + 1, nodes.raw("", summary_html(exp, rows, anchor), format="html"))
+        top.insert(title + 1, nodes.raw("", summary_html(exp, rows, anchor, others), format="html"))
 
     # Rerun this chapter, before the first code cell.
     base = app.config.attnlab_repository_url.rstrip("/")
