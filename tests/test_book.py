@@ -176,3 +176,30 @@ def test_a_test_run_says_in_its_header_when_the_book_was_executed_elsewhere(monk
     assert pytest_plugin.pytest_report_header(None) == ["attnlab: warning: 2 chapter(s) were executed on X"]
     monkeypatch.setattr(attnlab.notebooks, "machine_warnings", lambda: [])
     assert pytest_plugin.pytest_report_header(None) == []
+
+
+def test_the_other_cpu_check_samples_every_paper_within_its_budget():
+    """make test re-checks a sample as on another CPU: every paper's cheapest chapter with trained rows and its
+    cheapest exact one are in it, and its measured chapter time stays within the budget (or only the
+    per-paper minimum exceeds it)."""
+    from attnlab.notebooks import OTHER_CPU_BUDGET_S, _trained, other_cpu_chapters, read_timings
+
+    chosen = other_cpu_chapters()
+    times = {k: float(v["seconds"]) for k, v in read_timings().items()}
+    by_path = {exp.executed: exp for exp in registry().values()}
+    picked = [by_path[p] for p in chosen]
+    for paper in {exp.paper for exp in registry().values()}:
+        kinds = {_trained(e) for e in picked if e.paper == paper}
+        assert kinds == {True, False} or kinds == {_trained(e) for e in registry().values() if e.paper == paper}, paper
+    assert sum(times[e.id] for e in picked) <= max(OTHER_CPU_BUDGET_S, 2 * 5 * 45)
+    assert chosen == other_cpu_chapters()  # deterministic
+
+
+def test_the_other_cpu_environment_is_another_instruction_set_and_blas_kernel():
+    from attnlab.notebooks import OTHER_CAPABILITY, executed_on, other_machine_env
+
+    env = other_machine_env()
+    assert set(env) == {"ATEN_CPU_CAPABILITY", "OPENBLAS_CORETYPE"}
+    here = executed_on()
+    assert env["ATEN_CPU_CAPABILITY"] == OTHER_CAPABILITY.get(here["cpu_capability"], "default")
+    assert env["OPENBLAS_CORETYPE"] != here["numpy_blas"].split()[-1]

@@ -116,6 +116,45 @@ def other_machine_env() -> dict[str, str]:
             "OPENBLAS_CORETYPE": OTHER_CORETYPE.get(blas.split()[-1], "Sandybridge")}
 
 
+# The chapters `make test` checks a second time as on another CPU: chosen by cost, within this much measured
+# chapter time (book/timings.csv), so that `make test` stays within its 20 minutes on the project's machine.
+OTHER_CPU_BUDGET_S = 240.0
+
+
+def _trained(exp: Experiment) -> bool:
+    """Whether a chapter's claims table declares trained precision (a row with rtol or atol > 0)."""
+    from .core.claims import MIME
+
+    nb = nbformat.read(exp.executed, as_version=4)
+    return any(row.get("rtol") or row.get("atol") for cell in nb.cells if cell.cell_type == "code"
+               for out in cell.get("outputs", []) for row in out.get("data", {}).get(MIME, {}).get("rows", []))
+
+
+def other_cpu_chapters(budget_s: float = OTHER_CPU_BUDGET_S) -> list[Path]:
+    """The executed chapters re-checked as on another CPU: of every paper, its cheapest chapter with trained
+    rows and its cheapest exact one; then, cheapest first, more chapters with trained rows (the numbers a CPU
+    moves) within 60 % of `budget_s` of measured chapter time, and exact ones within the rest. Deterministic,
+    so every run checks the same chapters."""
+    times = {k: float(v["seconds"]) for k, v in read_timings().items()}
+    exps = [e for e in registry().values() if e.executed.exists()]
+    cost = lambda e: (times.get(e.id, CI_BUDGET_S), e.id)  # noqa: E731
+    trained = {e.id: _trained(e) for e in exps}
+    chosen: list[Experiment] = []
+    for paper in sorted({e.paper for e in exps}):
+        mine = sorted((e for e in exps if e.paper == paper), key=cost)
+        for kind in (True, False):
+            first = next((e for e in mine if trained[e.id] == kind), None)
+            if first is not None:
+                chosen.append(first)
+    spent = sum(cost(e)[0] for e in chosen)
+    for kind, limit in ((True, 0.6 * budget_s), (False, budget_s)):
+        for e in sorted((e for e in exps if trained[e.id] == kind), key=cost):
+            if e not in chosen and spent + cost(e)[0] <= limit:
+                chosen.append(e)
+                spent += cost(e)[0]
+    return sorted((e.executed for e in chosen), key=str)
+
+
 def stale_reason(exp: Experiment) -> str | None:
     """Why the executed copy of `exp` is out of date, or None if it is current."""
     if not exp.executed.exists():
