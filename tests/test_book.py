@@ -1,7 +1,6 @@
 """The book: chapters up to date and within budget, nbval catches a changed number, strict build."""
 
 import csv
-import json
 import shutil
 import subprocess
 import sys
