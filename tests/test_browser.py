@@ -1,13 +1,21 @@
 """The built book as a reader sees it, in a real headless browser (Debian's Chromium): every page is
 loaded, its scripts run (MathJax typesets the math), and the rendered DOM is checked. A claims table
 that is not an HTML <table>, math left as raw TeX, a broken internal link or image, or a visible
-traceback fails the test. The Makefile installs Chromium (apt) before `make test`."""
+traceback fails the test. Every chapter is also laid out at a desktop's size and at a phone's
+(390 px, mobile emulation, through the DevTools protocol): its verdicts open the page, within the
+first screen; its claims table needs no sideways scrolling on the phone. The Makefile installs
+Chromium (apt) before `make test`."""
 
+import copy
+import json
 import os
 import re
+import select
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -35,6 +43,97 @@ def chromium(*args: str, timeout: int = 60) -> str:
     return out.stdout
 
 
+TRAMPOLINE = """import fcntl, os, sys
+src, dst = (fcntl.fcntl(int(fd), fcntl.F_DUPFD_CLOEXEC, 10) for fd in sys.argv[1:3])  # out of 3 and 4's way
+os.dup2(src, 3)  # inheritable: Chromium reads its commands here
+os.dup2(dst, 4)  # and writes its answers here
+os.execv(sys.argv[3], sys.argv[3:])"""
+
+
+class DevTools:
+    """One headless Chromium driven through the DevTools protocol over a pipe (--remote-debugging-pipe:
+    JSON messages ending in NUL, commands on its fd 3, answers on its fd 4): no library needed."""
+
+    def __init__(self):
+        self.profile = tempfile.mkdtemp()
+        cmd_r, self._cmd = os.pipe()
+        self._res, res_w = os.pipe()
+        # A Python trampoline puts the pipe's ends on fds 3 and 4 of the exec'd Chromium (sh cannot name fds > 9).
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", TRAMPOLINE, str(cmd_r), str(res_w), CHROMIUM, *FLAGS, "--remote-debugging-pipe",
+             f"--user-data-dir={self.profile}", "about:blank"],
+            pass_fds=(cmd_r, res_w), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(cmd_r)
+        os.close(res_w)
+        self._buf, self._id, self._events = b"", 0, []
+
+    def _receive(self, deadline: float) -> dict:
+        while b"\0" not in self._buf:
+            ready, _, _ = select.select([self._res], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise TimeoutError("Chromium did not answer")
+            chunk = os.read(self._res, 1 << 20)
+            if not chunk:
+                raise EOFError("Chromium exited")
+            self._buf += chunk
+        message, self._buf = self._buf.split(b"\0", 1)
+        return json.loads(message)
+
+    def send(self, method: str, params: dict | None = None, session: str | None = None, timeout: float = 90):
+        self._id += 1
+        message = {"id": self._id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self._cmd, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self._receive(deadline)
+            if answer.get("id") == self._id:
+                if "error" in answer:
+                    raise RuntimeError(f"{method}: {answer['error']}")
+                return answer.get("result", {})
+            self._events.append(answer)
+
+    def _wait_for(self, method: str, session: str, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, event in enumerate(self._events):
+                if event.get("method") == method and event.get("sessionId") == session:
+                    del self._events[i]
+                    return
+            self._events.append(self._receive(deadline))
+
+    def evaluate(self, url: str, script: str, width: int, height: int, mobile: bool):
+        """Load `url` in a fresh tab with a viewport of width x height CSS pixels (a phone's: mobile=True)
+        and return the value of the JavaScript expression `script` (awaited if a promise)."""
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        try:
+            session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            self.send("Page.enable", session=session)
+            self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "mobile": mobile,
+                                                             "deviceScaleFactor": 1}, session=session)
+            self.send("Page.navigate", {"url": url}, session=session)
+            self._wait_for("Page.loadEventFired", session)
+            result = self.send("Runtime.evaluate", {"expression": script, "awaitPromise": True,
+                                                    "returnByValue": True}, session=session)
+        finally:
+            self.send("Target.closeTarget", {"targetId": target})
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{url}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def close(self) -> None:
+        try:
+            self.send("Browser.close", timeout=10)
+            self.proc.wait(timeout=30)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._cmd)
+        os.close(self._res)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
 def rendered(page: Path, budget_ms: int = 15000) -> BeautifulSoup:
     """The DOM after the page's scripts ran (MathJax included)."""
     return BeautifulSoup(chromium(f"--virtual-time-budget={budget_ms}", "--dump-dom", page.as_uri(), timeout=120),
@@ -52,7 +151,7 @@ def pages(built_book):
 
 
 def _visible_text(soup: BeautifulSoup) -> str:
-    body = soup.find("main") or soup.body or soup
+    body = copy.copy(soup.find("main") or soup.body or soup)  # the pages' DOMs are shared by the tests
     for tag in body.find_all(["script", "style", "pre", "code", "mjx-container", "mjx-assistive-mml"]):
         tag.decompose()
     return body.get_text(" ")
@@ -128,3 +227,137 @@ def test_screenshots_at_desktop_and_phone_width(built_book, tmp_path):
             chromium(f"--window-size={width},1600", f"--screenshot={shot}", "--virtual-time-budget=10000",
                      page.as_uri())
             assert shot.exists() and shot.stat().st_size > 10_000, shot
+
+
+# --- The reader's view of a chapter: verdicts first, on a desktop and on a phone -------------------------
+
+SCREENS = {"desktop": (1280, 800, False), "phone": (390, 844, True)}
+
+# Where things are once MathJax has typeset the page (page coordinates, CSS pixels).
+LAYOUT = r"""(async () => {
+  const typeset = window.MathJax && MathJax.startup && MathJax.startup.promise;
+  if (typeset) { try { await typeset; } catch (e) {} }
+  await document.fonts.ready;
+  await new Promise(done => requestAnimationFrame(() => setTimeout(done, 50)));
+  const box = el => { if (!el) return null; const r = el.getBoundingClientRect();
+                      return {top: r.top + scrollY, bottom: r.bottom + scrollY, right: r.right}; };
+  const wraps = [...document.querySelectorAll("main div.claims-table")];
+  const shown = el => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden";
+  return {
+    viewport: [innerWidth, innerHeight],
+    summary: box(document.querySelector("main .verdict-summary")),
+    counts: box(document.querySelector("main .verdict-summary .vs-counts")),
+    firstCell: box(document.querySelector("main div.cell")),
+    tables: wraps.map(w => ({...box(w), scrollWidth: w.scrollWidth, clientWidth: w.clientWidth})),
+    checkCodeShown: [...document.querySelectorAll("main .cell_input, main div.highlight")]
+      .filter(el => el.textContent.includes("NBVAL_CHECK_OUTPUT") && shown(el)).length,
+  };
+})()"""
+
+
+@pytest.fixture(scope="module")
+def layouts(built_book):
+    """{(chapter id, screen): LAYOUT's measurements} for every chapter on both screens."""
+    out, root = built_book
+    assert out.returncode == 0, out.stdout[-3000:]
+    ids = list(registry())
+
+    def measure(chunk):
+        browser, found = DevTools(), {}
+        try:
+            for exp_id in chunk:
+                url = (root / "book" / f"{exp_id}.html").as_uri()
+                for screen, (width, height, mobile) in SCREENS.items():
+                    found[exp_id, screen] = browser.evaluate(url, LAYOUT, width, height, mobile)
+        finally:
+            browser.close()
+        return found
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return {k: v for part in pool.map(measure, [ids[0::2], ids[1::2]]) for k, v in part.items()}
+
+
+def test_every_chapter_opens_with_its_verdicts_within_the_first_screen(layouts):
+    """The verdict summary comes before the first code cell, and its counts are on the first screen
+    without scrolling, on a desktop and on a phone."""
+    for (exp_id, screen), m in layouts.items():
+        assert m["summary"] and m["counts"], f"{exp_id} ({screen}): no verdict summary"
+        assert m["firstCell"] is None or m["summary"]["bottom"] <= m["firstCell"]["top"], \
+            f"{exp_id} ({screen}): the verdict summary is not above the first code cell"
+        assert m["counts"]["bottom"] <= m["viewport"][1], \
+            f"{exp_id} ({screen}): the verdict counts end {m['counts']['bottom']:.0f} px down, below the first screen"
+
+
+def test_claims_tables_need_no_sideways_scrolling_on_a_phone(layouts):
+    for (exp_id, screen), m in layouts.items():
+        if screen != "phone":
+            continue
+        assert m["tables"], f"{exp_id}: no claims table"
+        for t in m["tables"]:
+            assert t["scrollWidth"] <= t["clientWidth"] + 1 and t["right"] <= m["viewport"][0] + 1, \
+                f"{exp_id}: a claims table is {t['scrollWidth']} px wide in {t['clientWidth']} px on a 390-px phone"
+
+
+def test_the_claims_code_is_hidden_and_its_table_shown(layouts, pages):
+    root, doms = pages
+    for (exp_id, screen), m in layouts.items():
+        assert m["checkCodeShown"] == 0, f"{exp_id} ({screen}): the claims table's code is visible"
+    for exp in registry().values():
+        soup = doms[root / "book" / f"{exp.id}.html"]
+        assert not [c for c in soup.select("main .cell_input") if "NBVAL_CHECK_OUTPUT" in c.get_text()], exp.id
+        assert soup.select("main table.claims"), exp.id
+
+
+def test_the_verdict_summary_counts_the_claims_table(pages):
+    """The summary's count of each verdict kind is the number of rows of that kind in the table, and its
+    headline is one of the table's rows."""
+    root, doms = pages
+    for exp in registry().values():
+        soup = doms[root / "book" / f"{exp.id}.html"]
+        box = soup.select_one("main .verdict-summary")
+        assert box is not None, exp.id
+        tables = soup.select("main .claims-checked table.claims") or soup.select("main table.claims")[:1]
+        assert len(tables) == 1, f"{exp.id}: {len(tables)} claims tables in the cell marked NBVAL_CHECK_OUTPUT"
+        rows = tables[0].select("tbody tr")
+        for chip in box.select(".vs-counts li"):
+            kind = next(c for c in chip["class"] if c.startswith("verdict-"))
+            shown = int(chip.select_one(".vs-n").get_text())
+            assert shown == sum(kind in r.get("class", []) for r in rows), f"{exp.id}: {kind} count {shown}"
+        assert sum(int(n.get_text()) for n in box.select(".vs-n")) == len(rows), exp.id
+        headline = box.select_one(".vs-row")
+        assert headline is not None and headline.select_one(".vs-claim"), f"{exp.id}: no headline row"
+        key = headline.select_one(".vs-key").get_text().removeprefix("#")
+        assert key in {r.find("td").get_text() for r in rows}, f"{exp.id}: headline row {key} not in the table"
+
+
+def test_captions_carry_the_papers_numbering_and_titles_no_tex(pages):
+    root, doms = pages
+    for path, soup in doms.items():
+        name = path.relative_to(root)
+        title = soup.title.get_text() if soup.title else ""
+        assert "$" not in title and "\\(" not in title and "\\" not in title, f"{name}: raw TeX in the title {title!r}"
+        for caption in soup.select("figcaption"):
+            text = " ".join(caption.get_text(" ").split())
+            assert not re.match(r"(Fig(ure)?\.?|Table) ?\d+\s+(Figs?\.|Table)", text), \
+                f"{name}: a book-wide number in front of the paper's: {text[:60]!r}"
+
+
+def test_every_chapter_has_one_rerun_box_with_its_commands_and_code(pages):
+    root, doms = pages
+    for exp in registry().values():
+        page = root / "book" / f"{exp.id}.html"
+        soup = doms[page]
+        boxes = [t for t in soup.select("main .admonition-title") if t.get_text().strip() == "Rerun this chapter"]
+        assert len(boxes) == 1, f"{exp.id}: {len(boxes)} 'Rerun this chapter' boxes"
+        box = soup.select_one("main #rerun-this-chapter")
+        assert box is not None, exp.id
+        text = " ".join(box.get_text(" ").split())
+        assert f"attnlab run {exp.id} " in text and f"attnlab run {exp.id} --scale full --headless" in text, exp.id
+        links = {a.get_text().strip(): a["href"] for a in box.select("a.attnlab-source")}
+        module = "lib/attnlab/papers/p" + exp.paper[:3] + "_"
+        assert f"notebooks/{exp.id}.md" in links, f"{exp.id}: no link to its source notebook"
+        assert any(k.startswith(module) and "/results/" in k and k.endswith(".py") for k in links), \
+            f"{exp.id}: no link to its results module"
+        for href in links.values():
+            if not urlparse(href).scheme:
+                assert (page.parent / unquote(href)).resolve().is_file(), f"{exp.id}: broken link {href}"
