@@ -244,7 +244,7 @@ LAYOUT = r"""(async () => {
   const wraps = [...document.querySelectorAll("main div.claims-table")];
   const shown = el => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden";
   return {
-    viewport: [innerWidth, innerHeight],
+    viewport: [innerWidth, innerHeight], pageWidth: document.documentElement.scrollWidth,
     summary: box(document.querySelector("main .verdict-summary")),
     counts: box(document.querySelector("main .verdict-summary .vs-counts")),
     firstCell: box(document.querySelector("main div.cell")),
@@ -289,12 +289,17 @@ def test_every_chapter_opens_with_its_verdicts_within_the_first_screen(layouts):
 
 
 def test_claims_tables_need_no_sideways_scrolling_on_a_phone(layouts):
+    """On a 390-px phone every claims table fits its column, and nothing widens the page (a phone would
+    zoom the whole page out)."""
+    width = SCREENS["phone"][0]
     for (exp_id, screen), m in layouts.items():
         if screen != "phone":
             continue
+        assert m["viewport"][0] == width and m["pageWidth"] <= width, \
+            f"{exp_id}: the page is {m['pageWidth']} px wide on a {width}-px phone"
         assert m["tables"], f"{exp_id}: no claims table"
         for t in m["tables"]:
-            assert t["scrollWidth"] <= t["clientWidth"] + 1 and t["right"] <= m["viewport"][0] + 1, \
+            assert t["scrollWidth"] <= t["clientWidth"] + 1 and t["right"] <= width + 1, \
                 f"{exp_id}: a claims table is {t['scrollWidth']} px wide in {t['clientWidth']} px on a 390-px phone"
 
 
