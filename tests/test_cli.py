@@ -167,7 +167,12 @@ def _interrupt(args: list[str], env: dict, ready: str = "it/s]") -> tuple[subpro
     assert ready.encode() in seen, seen.decode(errors="replace")
     children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # never leave a run behind
+        proc.kill()
+        proc.communicate()
+        raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), (seen + err).decode()), children
 
 

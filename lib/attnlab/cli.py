@@ -389,6 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    import signal
+
+    # Ctrl-C (SIGINT) stops a run even when the parent started it with SIGINT ignored (a background job of a
+    # non-interactive shell, a pytest-xdist worker), which Python would otherwise inherit.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.fn(args)
     except ParameterError as err:
