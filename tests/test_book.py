@@ -88,7 +88,7 @@ def test_nbval_compares_claims_at_their_precision_and_catches_a_changed_number_o
     result = _nbval(good, within, number, verdict, word)
     out = result.stdout
     assert result.returncode == 1, out[-3000:]
-    failed = {line.split("::")[0].split("/")[-1] for line in out.splitlines() if line.startswith("FAILED")}
+    failed = {line.split()[1].split("::")[0].split("/")[-1] for line in out.splitlines() if line.startswith("FAILED")}
     assert failed == {"number.ipynb", "verdict.ipynb", "word.ipynb"}, out[-3000:]
     assert changed["number"] in out and "verdict" in out and "words differ" in out
 
