@@ -73,9 +73,11 @@ def _on_device(w: Workload, steps: int, device: str) -> tuple[dict, list]:
     return cfg, to_device(w.batches(cfg, steps), device)
 
 
-def run_workload(w: Workload, steps: int, repeats: int, device: str = "cpu", plain_sample: int | None = None) -> dict:
+def run_workload(w: Workload, steps: int, repeats: int, device: str = "cpu", plain_sample: int | None = None,
+                 by_size: bool = True) -> dict:
     """min-of-`repeats` times of the batched program, the plain loop over all models (or over
-    `plain_sample` of them, evenly spread, scaled to all), and one model both ways."""
+    `plain_sample` of them, evenly spread, scaled to all), one model both ways, and (`by_size`) the
+    sweep as programs of GROUP models of similar size."""
     cfg, batches = _on_device(w, steps, device)
     rows = w.models
     timed = list(range(len(rows)))
@@ -91,14 +93,16 @@ def run_workload(w: Workload, steps: int, repeats: int, device: str = "cpu", pla
         plain = min(plain, sum(each[i] for i in timed) * len(rows) / len(timed))
         single_plain = min(single_plain, each[w.single])
         single_batched = min(single_batched, w.train_batched(cfg, batches, steps, [w.single]))
-        grouped = min(grouped, sum(w.train_batched(cfg, batches, steps, g) for g in w.size_groups(GROUP)))
+        if by_size:
+            grouped = min(grouped, sum(w.train_batched(cfg, batches, steps, g) for g in w.size_groups(GROUP)))
     out = {"models": len(rows), "steps": steps, "repeats": repeats,
            "batched_s": round(batched, 3), "plain_s": round(plain, 3), "speedup": round(plain / batched, 2),
            "single_model": rows[w.single], "single_batched_s": round(single_batched, 3),
            "single_plain_s": round(single_plain, 3),
-           "single_speedup": round(single_plain / single_batched, 2),
-           "grouped_programs": len(w.size_groups(GROUP)), "grouped_s": round(grouped, 3),
-           "grouped_speedup": round(plain / grouped, 2)}
+           "single_speedup": round(single_plain / single_batched, 2)}
+    if by_size:
+        out.update(grouped_programs=len(w.size_groups(GROUP)), grouped_s=round(grouped, 3),
+                   grouped_speedup=round(plain / grouped, 2))
     if len(timed) < len(rows):
         out["plain_timed_models"] = len(timed)  # plain_s = their sum × models / plain_timed_models
     return out
@@ -206,7 +210,9 @@ def _table(rec: dict) -> str:
         describe = w.get("describe", name).replace("64 models", f"{w['models']} models")
         sampled = f" (from {w['plain_timed_models']} timed)" if "plain_timed_models" in w else ""
         lines.append(f"| {describe} | {w['batched_s']:.2f} s | {w['plain_s']:.2f} s{sampled} | "
-                     f"{w['speedup']:.1f}× | {w['grouped_s']:.2f} s ({w['grouped_speedup']:.1f}×) | "
+                     f"{w['speedup']:.1f}× | "
+                     + (f"{w['grouped_s']:.2f} s ({w['grouped_speedup']:.1f}×)" if "grouped_s" in w else "not timed")
+                     + " | "
                      f"{w['single_batched_s']:.2f} s / {w['single_plain_s']:.2f} s |")
     lines.append("")
     clock = "CPU time" if rec.get("clock") == "process_time" else "wall time after a CUDA synchronize"
@@ -242,6 +248,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--quick", action="store_true", help="smoke run: 10 steps, 1 repeat, no record written")
     parser.add_argument("--only", nargs="*", help="workload names (default: all)")
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help=f"timed repeats, the minimum is kept (default {REPEATS}; 1 with --quick)")
+    parser.add_argument("--no-grouped", action="store_true",
+                        help="skip the size-grouped variant (programs of 16 models; on a GPU, 1,000 models make 63 programs)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where the models train (default cpu; cuda times wall clock after a synchronize)")
     parser.add_argument("--models", type=int, default=64,
@@ -263,6 +273,10 @@ def main(argv=None) -> dict:
                      "timed; give --out for another configuration")
     set_threads(1)
     steps, repeats = (10, 1) if args.quick else (STEPS, REPEATS)
+    if args.repeats is not None:
+        if args.repeats < 1:
+            parser.error(f"--repeats {args.repeats}: at least 1")
+        repeats = args.repeats
     out = args.out or (None if args.quick else str(default_record))
     todo = workloads(steps)
     if args.only:
@@ -286,11 +300,13 @@ def main(argv=None) -> dict:
             Path(out).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
     for name, w in todo.items():
-        res = run_workload(w, w.config["steps"], repeats, args.device, args.plain_sample)
+        res = run_workload(w, w.config["steps"], repeats, args.device, args.plain_sample, not args.no_grouped)
         record["workloads"][name] = {"config": w.config, "describe": w.describe, **res, "load_average": _load()}
         print(f"{name}: program {res['batched_s']:.2f} s, plain loop {res['plain_s']:.2f} s, "
-              f"{res['speedup']:.1f}x; {res['grouped_programs']} programs by size {res['grouped_s']:.2f} s "
-              f"({res['grouped_speedup']:.1f}x); one model {res['single_batched_s']:.2f} s vs {res['single_plain_s']:.2f} s",
+              f"{res['speedup']:.1f}x; "
+              + (f"{res['grouped_programs']} programs by size {res['grouped_s']:.2f} s ({res['grouped_speedup']:.1f}x); "
+                 if "grouped_s" in res else "")
+              + f"one model {res['single_batched_s']:.2f} s vs {res['single_plain_s']:.2f} s",
               flush=True)
         if not args.no_profile:
             record["profiles"][name] = profile_workload(w, w.config["steps"], device=args.device)

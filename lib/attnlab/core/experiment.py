@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
-from .device import select_device, set_threads
+from .device import provenance, select_device, set_threads
 from .params import COMMON, Param, resolve
 from .progress import tqdm
 from .store import REPO_ROOT, ResultStore, default_root
@@ -162,7 +162,7 @@ class Context:
             raise MissingResult(f"{key} is not in {self.store.dir}")
         start = time.perf_counter()
         result = compute()
-        self.store.put(key, result, seconds=time.perf_counter() - start, device=str(self.device), run=self.run_info)
+        self.store.put(key, result, seconds=time.perf_counter() - start, device=provenance(self.device), run=self.run_info)
         self.store.computed += 1
         return result
 
@@ -194,7 +194,7 @@ class Context:
             found.update(self.backend.run_groups(self, keys, compute, groups, desc=desc))
         else:
             for i, result, seconds in self._local(compute, groups, plan is not None, desc):
-                self.store.put(keys[i], result, seconds=seconds, device=str(self.device), run=self.run_info)
+                self.store.put(keys[i], result, seconds=seconds, device=provenance(self.device), run=self.run_info)
                 self.store.computed += 1
                 found[i] = result
         return [found[i] for i in range(len(keys))]

@@ -51,7 +51,10 @@ def _checksum(result: Any) -> str:
 
 @functools.cache
 def git_commit() -> str:
-    """The commit this process runs (looked up once: every stored entry records it)."""
+    """The commit this process runs (looked up once: every stored entry records it). A copy of the
+    tree without its git folder (a GPU box) reads it from the environment variable ATTNLAB_COMMIT."""
+    if os.environ.get("ATTNLAB_COMMIT"):
+        return os.environ["ATTNLAB_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
                              capture_output=True, text=True, timeout=5)
