@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import torch
+from .checkpoint import Checkpoint
 from .progress import tqdm
 
 
@@ -45,6 +46,19 @@ class MaskedAdam:
         self.m = [torch.zeros_like(p) for p in self.params]
         self.v = [torch.zeros_like(p) for p in self.params]
         self._runs_cache: dict[tuple, list] = {}
+
+    def state_dict(self) -> dict:
+        """Step counts and moments (for a checkpoint; `load_state_dict` restores them in place)."""
+        return {"t": self.t, "m": list(self.m), "v": list(self.v)}
+
+    @torch.no_grad()
+    def load_state_dict(self, state: dict) -> None:
+        """Restore `state_dict()`'s values in place (the cached views of the fused step stay valid)."""
+        if len(state["m"]) != len(self.m) or len(state["v"]) != len(self.v):
+            raise ValueError(f"MaskedAdam: a state of {len(state['m'])} parameters for {len(self.m)}")
+        self.t.copy_(state["t"])
+        for a, b in zip(self.m + self.v, list(state["m"]) + list(state["v"])):
+            a.copy_(b)
 
     def _lists(self, runs: tuple[tuple[int, int], ...]) -> list[list[torch.Tensor]]:
         """[params, grads, m, v] as the slices [a, a + n) of every parameter, run by run."""
@@ -157,13 +171,23 @@ def replica_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.
     return class_axis_cross_entropy(logits.transpose(1, 2), targets)
 
 
-def train_replicas(model: torch.nn.Module, batches: Iterator[tuple[torch.Tensor, torch.Tensor]], steps: int,
-                   lr: Callable[[int], float | torch.Tensor], *, stop_at_accuracy: float | None = None,
-                   tail: int = 100, curve_every: int = 50, progress: bool = True, desc: str = "train") -> TrainLog:
+def train_replicas(model: torch.nn.Module, batches: Iterator[tuple[torch.Tensor, torch.Tensor]] | Callable[[int], Iterator],
+                   steps: int, lr: Callable[[int], float | torch.Tensor], *, stop_at_accuracy: float | None = None,
+                   tail: int = 100, curve_every: int = 50, progress: bool = True, desc: str = "train",
+                   checkpoint: Checkpoint | None = None) -> TrainLog:
     """Train the R replicas of `model` (forward: tokens [B,S] -> logits [R,B,N]) for `steps` batches.
 
     Before each update, a replica whose batch accuracy reached `stop_at_accuracy` is frozen.
     `tail_batch_accuracy` is the mean batch accuracy over the last `tail` batches (the paper's metric).
+
+    `batches`: an iterator of (tokens, targets), or a function start -> the iterator from batch
+    `start` on. With `checkpoint` (`core.checkpoint.Checkpoint`, e.g. `program_checkpoint(ctx, keys)`)
+    a saved state is loaded first (the iterator is then fast-forwarded past the batches already used,
+    or the function called with the step reached), and the state (parameters, Adam's step counts and
+    moments, the active mask, the steps trained, the tail accuracies and loss curve so far, the step)
+    is saved every `checkpoint.every` steps and when its deadline passes, which then raises
+    `Incomplete`: the resumed program ends bit for bit as an uninterrupted one (train_test.py).
+    Without a checkpoint the loop does no checkpoint work.
     """
     params = [p for p in model.parameters()]
     opt = MaskedAdam(params)
@@ -173,9 +197,25 @@ def train_replicas(model: torch.nn.Module, batches: Iterator[tuple[torch.Tensor,
     trained = torch.zeros(R, dtype=torch.long, device=dev)
     recent: deque[torch.Tensor] = deque(maxlen=tail)
     curve: list[list[float]] = []
+    first, before = 0, 0.0
+    if checkpoint is not None:
+        state = checkpoint.load(dev)
+        if state is not None:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["opt"])
+            active.copy_(state["active"])
+            trained.copy_(state["trained"])
+            recent.extend(state["recent"])
+            curve, first, before = state["curve"], state["step"], state["seconds"]
+    if callable(batches):
+        batches = batches(first)
+    else:
+        for _ in range(first):
+            next(batches)
     start = time.perf_counter()
     loss = torch.zeros(R)
-    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=5.0, leave=False)
+    bar = tqdm(range(first, steps), desc=desc, disable=not progress, mininterval=5.0, leave=False, initial=first,
+               total=steps)
     for step in bar:
         tokens, targets = next(batches)
         logits = model(tokens)
@@ -197,8 +237,15 @@ def train_replicas(model: torch.nn.Module, batches: Iterator[tuple[torch.Tensor,
         lr_vec = lr_now if isinstance(lr_now, torch.Tensor) else torch.full((R,), float(lr_now))
         opt.step(lr_vec.to(dev, params[0].dtype), active)
         trained += active
+        if checkpoint is not None and step + 1 < steps and checkpoint.due(step + 1):
+            checkpoint.save({"model": model.state_dict(), "opt": opt.state_dict(), "active": active,
+                             "trained": trained, "recent": list(recent), "curve": curve, "step": step + 1,
+                             "seconds": before + time.perf_counter() - start})
+            if checkpoint.deadline.passed():
+                bar.close()
+                checkpoint.stop_if_late(step + 1, steps, desc)
     bar.close()
     tail_acc = torch.stack(list(recent)).mean(0) if recent else torch.zeros(R)
     return TrainLog(steps_trained=trained.cpu().tolist(), final_loss=loss.detach().cpu().tolist(),
                     tail_batch_accuracy=tail_acc.cpu().tolist(), stopped_early=(~active).cpu().tolist(),
-                    seconds=time.perf_counter() - start, loss_curve=curve)
+                    seconds=before + time.perf_counter() - start, loss_curve=curve)

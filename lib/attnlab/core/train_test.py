@@ -192,3 +192,66 @@ def test_cross_entropy_of_logits_hundreds_apart_equals_torch_with_its_exp_floor(
 def test_accuracy_index_is_argmax_also_with_ties():
     x = torch.tensor([[[0.0, 1.0, 1.0], [2.0, 2.0, 2.0], [0.0, -1.0, 3.0]]])
     assert torch.equal(x.max(-1).indices, x.argmax(-1))
+
+
+def _stream(start=0, B=16, D=6, N=5):
+    """Batch k is drawn from seed k: the iterator from batch `start` on."""
+    k = start
+    while True:
+        g = torch.Generator().manual_seed(k)
+        yield torch.randn(B, D, generator=g, dtype=torch.float64), torch.randint(0, N, (B,), generator=g)
+        k += 1
+
+
+def _program(checkpoint=None, batches=None, steps=40):
+    torch.manual_seed(0)
+    model = Tiny([3, 5, 6])
+    log = train_replicas(model, batches if batches is not None else _stream(), steps, linear_lr(0.05, 0.005, steps, 4),
+                         stop_at_accuracy=0.9, tail=10, curve_every=3, progress=False, checkpoint=checkpoint)
+    return model, log
+
+
+def _same(a, b):
+    (ma, la), (mb, lb) = a, b
+    assert torch.equal(ma.W, mb.W)
+    assert (la.steps_trained, la.final_loss, la.tail_batch_accuracy, la.stopped_early, la.loss_curve) == \
+        (lb.steps_trained, lb.final_loss, lb.tail_batch_accuracy, lb.stopped_early, lb.loss_curve)
+
+
+def test_a_program_stopped_at_its_time_limit_and_resumed_ends_bit_for_bit_as_an_uninterrupted_one(tmp_path):
+    from attnlab.core.checkpoint import Checkpoint, Deadline
+    from attnlab.core.experiment import Incomplete
+
+    whole = _program()
+    assert whole[1].stopped_early != [False] * 3 or whole[1].steps_trained == [40] * 3
+    late = Deadline(1.0, start=0.0)  # long passed: every call trains one step, saves and stops
+    ck = Checkpoint(tmp_path / "p.pt", every=0, deadline=late)
+    calls = 0
+    while True:
+        calls += 1
+        try:
+            resumed = _program(ck, batches=_stream)  # the batches as a function of the start
+            break
+        except Incomplete:
+            assert ck.path.exists()
+    assert calls > 10
+    _same(resumed, whole)
+
+
+def test_a_killed_program_resumes_from_its_last_checkpoint_bit_for_bit(tmp_path):
+    from attnlab.core.checkpoint import Checkpoint
+
+    whole = _program()
+
+    def killed_at(k):
+        for i, b in enumerate(_stream()):
+            if i == k:
+                raise KeyboardInterrupt  # stands in for SIGKILL: no save at the stop
+            yield b
+
+    ck = Checkpoint(tmp_path / "p.pt", every=7)
+    with pytest.raises(KeyboardInterrupt):
+        _program(ck, batches=killed_at(17))
+    assert torch.load(ck.path, weights_only=True)["step"] == 14
+    _same(_program(ck), whole)  # the plain iterator is fast-forwarded past the 14 batches used
+    assert torch.load(ck.path, weights_only=True)["step"] == 35  # saved on the way; the caller removes it
