@@ -154,7 +154,7 @@ def rope_theta(config) -> float:
     return float(theta)
 
 
-def rope_tables(L: int, d: int, theta: float, dtype=torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_tables(L: int, d: int, theta: float, dtype=torch.float64, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """cos, sin [L, d] of rotary embeddings for head dimension d (even), the Hugging Face Llama
     convention: frequencies theta^(-2k/d), k < d/2, repeated for the two halves."""
     if d % 2:
@@ -162,7 +162,7 @@ def rope_tables(L: int, d: int, theta: float, dtype=torch.float64) -> tuple[torc
     inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
     ang = torch.arange(L, dtype=torch.float64)[:, None] * inv[None]
     emb = torch.cat([ang, ang], dim=-1)
-    return emb.cos().to(dtype), emb.sin().to(dtype)
+    return emb.cos().to(device=device, dtype=dtype), emb.sin().to(device=device, dtype=dtype)
 
 
 def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -176,7 +176,7 @@ def rope_attention(X: torch.Tensor, A: torch.Tensor, B: torch.Tensor, theta: flo
     """Causal softmax of rope(X A) rope(X B)^T for inputs X [N, L, D] and factors A, B [D, k] (k even):
     a student head of dimension k with its own rotary embeddings (head dimension k)."""
     L, k = X.shape[-2], A.shape[-1]
-    cos, sin = rope_tables(L, k, theta, X.dtype)
+    cos, sin = rope_tables(L, k, theta, X.dtype, X.device)
     z = rope(X @ A, cos, sin) @ rope(X @ B, cos, sin).transpose(-1, -2)
     return torch.softmax(_masked(z, True), dim=-1)
 
@@ -216,7 +216,7 @@ def _masked(z: torch.Tensor, causal: bool) -> torch.Tensor:
     if not causal:
         return z
     L = z.shape[-1]
-    return z.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+    return z.masked_fill(torch.ones(L, L, dtype=torch.bool, device=z.device).triu(1), float("-inf"))
 
 
 def uniform_mse(X_eval: np.ndarray, M: np.ndarray, causal: bool = False) -> float:

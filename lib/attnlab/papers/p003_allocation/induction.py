@@ -146,12 +146,19 @@ class ReplicaIH(ReplicaModule):
                 self.add(f"{name}{l}", shape)
         for name, shape in [("lnf_g", (D,)), ("lnf_b", (D,)), ("W_a", (D, K)), ("b_a", (K,)), ("W_b", (K, V)), ("b_b", (V,))]:
             self.add(name, shape)
-        self.groups = []
-        for H in sorted({c.H for c in configs}):
-            self.groups.append((H, torch.tensor([r for r, c in enumerate(configs) if c.H == H], device=self.device)))
+        # the replicas of each head count: index buffers, so that .to(device) moves them with the model
+        self._heads = sorted({c.H for c in configs})
+        for g, H in enumerate(self._heads):
+            self.register_buffer(f"group{g}", torch.tensor([r for r, c in enumerate(configs) if c.H == H],
+                                                            device=self.device), persistent=False)
         self.register_buffer("unpermute", torch.argsort(torch.cat([i for _, i in self.groups])))
         for r, c in enumerate(configs):
             self.init_replica(r, c)
+
+    @property
+    def groups(self) -> list[tuple[int, torch.Tensor]]:
+        """(H, the indices of the replicas with H heads) for each distinct H, ascending."""
+        return [(H, getattr(self, f"group{g}")) for g, H in enumerate(self._heads)]
 
     def init_replica(self, r: int, c: IHConfig) -> None:
         """Embeddings N(0, 0.02^2) (GPT-2 style); Linear weights U(+-1/sqrt(fan_in)), biases 0; LN 1, 0.
@@ -236,10 +243,10 @@ def clip_per_replica(params: list[torch.Tensor], max_norm: float) -> torch.Tenso
 def evaluate(model: ReplicaIH, x: torch.Tensor, mask: torch.Tensor, V: int, chunk: int = 256) -> dict[str, torch.Tensor]:
     """Per replica: MSE over (positions 0..L-2, V outputs), and the argmax accuracy on all positions
     and on the induction positions (`mask`)."""
-    R = model.R
-    se = torch.zeros(R, dtype=torch.float64)
-    hit_all = torch.zeros(R, dtype=torch.float64)
-    hit_ind = torch.zeros(R, dtype=torch.float64)
+    R, dev = model.R, model.unpermute.device  # accumulated on the model's device, like x and mask
+    se = torch.zeros(R, dtype=torch.float64, device=dev)
+    hit_all = torch.zeros(R, dtype=torch.float64, device=dev)
+    hit_ind = torch.zeros(R, dtype=torch.float64, device=dev)
     with torch.no_grad():
         for i in range(0, len(x), chunk):
             xb, mb = x[i:i + chunk], mask[i:i + chunk]
@@ -250,8 +257,8 @@ def evaluate(model: ReplicaIH, x: torch.Tensor, mask: torch.Tensor, V: int, chun
             hit_all += hit.sum(dim=(1, 2))
             hit_ind += (hit * mb).sum(dim=(1, 2))
     n = len(x)
-    return {"mse": se / (n * (x.shape[1] - 1) * V), "acc": hit_all / (n * (x.shape[1] - 1)),
-            "ind_acc": hit_ind / mask.sum().clamp(min=1)}
+    return {"mse": (se / (n * (x.shape[1] - 1) * V)).cpu(), "acc": (hit_all / (n * (x.shape[1] - 1))).cpu(),
+            "ind_acc": (hit_ind / mask.sum().clamp(min=1)).cpu()}
 
 
 def unit_key(task: InductionTask, cfg: IHConfig, lr: float, wd: float, epochs: int, batch: int, clip: float) -> dict:

@@ -81,3 +81,12 @@ def test_training_lowers_the_loss_and_clipping_bounds_each_replica():
     assert torch.allclose(norms, torch.tensor([5.0, 0.1]))
     assert torch.allclose(p[0].grad[0].norm(), torch.tensor(1.0), atol=1e-5) and torch.allclose(p[0].grad[1, 0], torch.tensor(0.1))
     assert abs(I.chance_mse(10) - 0.09) < 1e-15
+
+
+def test_forward_and_backward_keep_to_the_models_device():
+    """Moved with .to() after construction, every tensor the forward uses moves too (devicecheck, meta)."""
+    from attnlab.papers.p003_allocation.devicecheck import check_on_meta
+
+    m = I.ReplicaIH([I.IHConfig(5, 8, 8, H, seed=s) for s, H in enumerate((2, 1, 4))])
+    out = check_on_meta(m, torch.zeros(3, 7, dtype=torch.long))
+    assert out.shape == (3, 3, 7, 5) and not any(k.startswith("group") for k in m.state_dict())

@@ -84,7 +84,7 @@ def llama_attention_logits(model: Any, input_ids: torch.Tensor, layer: int = 0, 
     k = k[:, [h // group for h in heads]].double()
     z = q @ k.transpose(-1, -2) * float(getattr(attn, "scaling", hd ** -0.5))
     if causal:
-        z = z.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+        z = z.masked_fill(torch.ones(L, L, dtype=torch.bool, device=z.device).triu(1), float("-inf"))
     return z
 
 

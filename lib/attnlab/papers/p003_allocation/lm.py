@@ -117,16 +117,31 @@ class ReplicaLM(ReplicaModule):
             self.add(name, shape)
         self.register_buffer("dims", torch.tensor([float(c.d_model) for c in configs], dtype=dtype,
                                                   device=self.device).view(-1, 1, 1))
-        shapes = sorted({(c.heads, c.head_dim) for c in configs})
-        self.groups = [((H, K), torch.tensor([r for r, c in enumerate(configs) if (c.heads, c.head_dim) == (H, K)],
-                                              device=self.device)) for H, K in shapes]
+        # the replicas of each (heads, head_dim): index buffers, so that .to(device) moves them with the model
+        self._shapes = sorted({(c.heads, c.head_dim) for c in configs})
+        for g, (H, K) in enumerate(self._shapes):
+            self.register_buffer(f"group{g}", torch.tensor([r for r, c in enumerate(configs)
+                                                            if (c.heads, c.head_dim) == (H, K)], device=self.device),
+                                 persistent=False)
         order = torch.cat([idx for _, idx in self.groups])
         self.register_buffer("unpermute", torch.argsort(order))
-        self.generators = []
+        self._dropout_seeds = [derive_seed({"what": "dropout", **c.seed_config()}, c.seed) for c in configs]
+        self._generators: dict[torch.device, list[torch.Generator]] = {}
         for r, c in enumerate(configs):
             self.init_replica(r, c)
-            self.generators.append(torch.Generator(device=self.device).manual_seed(
-                derive_seed({"what": "dropout", **c.seed_config()}, c.seed)))
+
+    @property
+    def groups(self) -> list[tuple[tuple[int, int], torch.Tensor]]:
+        """((H, K), the indices of the replicas with H heads of dimension K) for each distinct shape."""
+        return [(HK, getattr(self, f"group{g}")) for g, HK in enumerate(self._shapes)]
+
+    def generators(self, device: torch.device) -> list[torch.Generator]:
+        """Each replica's dropout generator on `device` (torch generators do not move with .to():
+        one set per device, each seeded by (config, seed) when first used there)."""
+        device = torch.device(device)
+        if device not in self._generators:
+            self._generators[device] = [torch.Generator(device=device).manual_seed(s) for s in self._dropout_seeds]
+        return self._generators[device]
 
     def init_replica(self, r: int, c: LMConfig) -> None:
         """nanoGPT's initialisation, drawn in float64 from a generator seeded by (config, seed) alone."""
@@ -153,7 +168,7 @@ class ReplicaLM(ReplicaModule):
         # each replica's mask covers its own d_model only, so its draws do not depend on the padding
         keep = torch.stack([F.pad(torch.rand((*x.shape[1:-1], c.d_model), generator=g, device=x.device,
                                              dtype=x.dtype), (0, self.Dm - c.d_model))
-                            for g, c in zip(self.generators, self.configs)]) >= self.dropout
+                            for g, c in zip(self.generators(x.device), self.configs)]) >= self.dropout
         return x * keep / (1 - self.dropout)
 
     def attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -25,7 +25,7 @@ from attnlab.papers.p003_allocation import lm
 def bilinear(state: dict[str, torch.Tensor], cfg: lm.LMConfig, layer: int, head: int) -> np.ndarray:
     """M = W_Q^h W_K^h^T / sqrt(d_H) [D, D] (float64): the head's logits are a_i^T M a_j."""
     Wq, Wk = lm.head_qk(state, cfg, layer, head)
-    return (Wq.double() @ Wk.double().T).numpy() / math.sqrt(cfg.head_dim)
+    return (Wq.double() @ Wk.double().T).cpu().numpy() / math.sqrt(cfg.head_dim)
 
 
 @torch.no_grad()
@@ -53,8 +53,8 @@ def sharpness(P: torch.Tensor) -> dict[str, float]:
     entropy log(i+1), and the mean total-variation distance to uniform."""
     P = P.double()
     L = P.shape[-1]
-    n = torch.arange(1, L + 1, dtype=torch.float64)
-    U = torch.ones(L, L, dtype=torch.float64).tril() / n[:, None]
+    n = torch.arange(1, L + 1, dtype=torch.float64, device=P.device)
+    U = torch.ones(L, L, dtype=torch.float64, device=P.device).tril() / n[:, None]
     rows = slice(1, L)
     ent = -(P * torch.log(P.clamp_min(1e-300))).sum(-1)
     return {"max_weight": float(P.max(-1).values[:, rows].mean()), "uniform_max_weight": float((1 / n[rows]).mean()),

@@ -124,3 +124,20 @@ def test_bad_configs():
         lm.ReplicaLM([lm.LMConfig(V, 2, 2, 2, C), lm.LMConfig(V, 2, 2, 3, C)])
     with pytest.raises(ValueError):
         lm.ReplicaLM([lm.LMConfig(V, 2, 2, 2, C)])(torch.zeros(1, C + 1, dtype=torch.long))
+
+
+def test_forward_and_backward_keep_to_the_models_device():
+    """Moved with .to() after construction, every tensor the forward uses moves too (devicecheck, meta);
+    dropout's generators follow the input's device, each seeded as before."""
+    from attnlab.papers.p003_allocation.devicecheck import check_on_meta
+
+    model = lm.ReplicaLM(_cfgs())
+    model.eval()
+    out = check_on_meta(model, torch.zeros(3, C, dtype=torch.long))
+    assert out.shape == (4, 3, C, V) and not any(k.startswith("group") for k in model.state_dict())
+    drop = lm.ReplicaLM(_cfgs(), dropout=0.5)
+    x = torch.zeros(2, C, dtype=torch.long)
+    a = drop(x)
+    again = lm.ReplicaLM(_cfgs(), dropout=0.5)
+    torch.testing.assert_close(again(x), a)
+    assert drop.generators(torch.device("cpu"))[0].device.type == "cpu"

@@ -104,10 +104,11 @@ class ReplicaEncoder(ReplicaModule):
                             ("W_1", (F, D)), ("b_1", (F,)), ("W_2", (D, F)), ("b_2", (D,)), ("W_R", (d, D)), ("b_R", (d,))]:
             self.add(name, shape)
         self.register_buffer("pe", sinusoidal(L, D, dtype).to(self.device))
-        self.groups: list[tuple[int, torch.Tensor]] = []
-        for H in sorted({c.H for c in configs}):
-            idx = torch.tensor([r for r, c in enumerate(configs) if c.H == H], device=self.device)
-            self.groups.append((H, idx))
+        # the replicas of each head count: index buffers, so that .to(device) moves them with the model
+        self._heads = sorted({c.H for c in configs})
+        for g, H in enumerate(self._heads):
+            self.register_buffer(f"group{g}", torch.tensor([r for r, c in enumerate(configs) if c.H == H],
+                                                            device=self.device), persistent=False)
         order = torch.cat([idx for _, idx in self.groups])
         self.register_buffer("unpermute", torch.argsort(order))
         # replicas sorted by H (a sweep's usual order): each group is a contiguous slice, no gathers
@@ -119,6 +120,11 @@ class ReplicaEncoder(ReplicaModule):
             self.init_replica(r, c)
         # parameters whose mask is all ones (no replica padded) are read without the mask product
         self._full = {name: bool(getattr(self, name + "_mask").all()) for name in self._names}
+
+    @property
+    def groups(self) -> list[tuple[int, torch.Tensor]]:
+        """(H, the indices of the replicas with H heads) for each distinct H, ascending."""
+        return [(H, getattr(self, f"group{g}")) for g, H in enumerate(self._heads)]
 
     def _w(self, name: str) -> torch.Tensor:
         """`w(name)`, skipping the product with an all-ones mask (the same values and gradients)."""

@@ -120,3 +120,16 @@ def test_forward_equals_the_former_forward(causal, piece, monkeypatch):
             params = list(m.parameters())
             for a, b in zip(torch.autograd.grad((out * gy).sum(), params), torch.autograd.grad((ref * gy).sum(), params)):
                 torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("heads", [(4, 1, 2, 1), (1, 2, 4)])
+def test_forward_and_backward_keep_to_the_models_device(heads):
+    """Moved with .to() after construction (as bench._train_batched does on CUDA), every tensor the
+    forward uses moves too: checked on the meta device (devicecheck), unsorted heads (gathers) or sorted."""
+    from attnlab.papers.p003_allocation.devicecheck import check_on_meta
+
+    m = ReplicaEncoder([EncoderConfig(3, 8, H, 8, seed=s) for s, H in enumerate(heads)], 6)
+    out = check_on_meta(m, torch.ones(len(heads), 2, 5, 3))
+    assert out.shape == (len(heads), 2, 5, 3)
+    assert all(idx.device.type == "meta" for _, idx in m.groups)
+    assert not any(k.startswith("group") for k in m.state_dict())  # index buffers are not state
