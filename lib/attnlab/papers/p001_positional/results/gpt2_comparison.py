@@ -79,7 +79,7 @@ def _lm_unit(cfg: dict, which: str, variant: str, seed: int, device) -> dict:
     tests = {c: prompts(variant, cfg["test_samples"], c, "test") for c in cfg["scales"]}
     out = {"model": which, "test": {}}
     if which == "gpt2-large":
-        p = pretrained.causal_lm(pretrained.find_local("gpt2-large"))
+        p = pretrained.causal_lm(pretrained.require_local("gpt2-large"))
         answers = [F.render_answer(y, variant) for y in tr.targets]
         out["train_loss"] = F.finetune(p, texts, answers, epochs=cfg["lm_epochs"], batch=cfg["lm_batch"],
                                        lr=cfg["lm_lr"], seed=seed, device=device)
@@ -119,9 +119,9 @@ def compute(ctx: Context) -> dict:
                    {k: cfg[k] for k in ("seeds", "pos_batch", "embed", "hidden", "pos_train_samples",
                                         "lm_train_samples", "test_samples")}, ctx.device)
     which = resolve_model(cfg["model"])
-    if which == "gpt2-large" and pretrained.find_local("gpt2-large") is None:
-        raise ParameterError("parameter 'model': value 'gpt2-large' needs its weights in $ATTNLAB_MODELS/gpt2-large "
-                             "(save_pretrained layout); use 'minilm' (the offline substitute) or 'auto'")
+    if which == "gpt2-large":  # the folder and its files; a missing package or file is one line (MissingPretrained)
+        pretrained.require_local("gpt2-large", f"parameter 'model': value {cfg['model']!r} (use 'minilm', the "
+                                               "offline substitute, otherwise)")
     lm_keys = ("lm_train_samples", "lm_epochs", "lm_batch", "lm_lr", "ridge_alpha", "scales", "test_samples")
     lm, pos = {}, {}
     for v in variants:

@@ -29,3 +29,24 @@ def test_gpt2_large_without_weights_is_refused(tmp_path, monkeypatch):
         exp.run(exp.config("ci", model="gpt2-large", **TINY), store_root=tmp_path, progress=False)
     with pytest.raises(ParameterError, match="'model'"):
         exp.config("ci", model="gpt3")
+
+
+def test_missing_package_or_files_stop_with_one_line(tmp_path, monkeypatch):
+    """An empty gpt2-large folder (picked by 'auto'), or no `transformers` for the substitute: one line
+    (pretrained.MissingPretrained, a ParameterError) naming what is missing, nothing stored."""
+    import sys
+
+    exp = ex.EXPERIMENTS[0]
+    (tmp_path / "models" / "gpt2-large").mkdir(parents=True)
+    monkeypatch.setenv("ATTNLAB_MODELS", str(tmp_path / "models"))
+    assert ex.resolve_model("auto") == "gpt2-large"
+    with pytest.raises(pretrained.MissingPretrained) as e:
+        exp.run(exp.config("ci", model="auto", **TINY), store_root=tmp_path / "store", progress=False)
+    assert str(e.value).startswith("parameter 'model': value 'auto'") and "lacks config.json" in str(e.value)
+    assert "\n" not in str(e.value)
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    monkeypatch.setattr(pretrained, "minilm", pretrained.minilm.__wrapped__)
+    with pytest.raises(ParameterError) as e:
+        exp.run(exp.config("ci", **TINY), store_root=tmp_path / "store", progress=False)
+    assert isinstance(e.value, pretrained.MissingPretrained) and "\n" not in str(e.value)
+    assert not list((tmp_path / "store").rglob("*.json"))

