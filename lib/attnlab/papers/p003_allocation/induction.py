@@ -332,3 +332,13 @@ def train(task: InductionTask, configs: list[IHConfig], lrs: list[float], wd: fl
 def chance_mse(V: int) -> float:
     """The MSE of the constant prediction 1/V against a one-hot target: (1/V)(1 - 1/V)."""
     return (1 / V) * (1 - 1 / V)
+
+
+def perfect_head_mse(x: torch.Tensor, mask: torch.Tensor, V: int) -> float:
+    """The validation MSE of a perfect induction head, measured on tokens x [n, L] with their
+    `induction_mask` [n, L - 1]: the one-hot of the true next token at the induction positions and the
+    constant 1/V elsewhere (nothing else in the sequence is predictable). It equals
+    chance_mse(V) (1 - the fraction of induction positions): an MSE no model can beat on average."""
+    y = targets(x, V, torch.float64)
+    pred = torch.where(mask.unsqueeze(-1), y, torch.full_like(y, 1 / V))
+    return float(((pred - y) ** 2).mean())

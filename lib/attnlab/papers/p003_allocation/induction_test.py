@@ -90,3 +90,15 @@ def test_forward_and_backward_keep_to_the_models_device():
     m = I.ReplicaIH([I.IHConfig(5, 8, 8, H, seed=s) for s, H in enumerate((2, 1, 4))])
     out = check_on_meta(m, torch.zeros(3, 7, dtype=torch.long))
     assert out.shape == (3, 3, 7, 5) and not any(k.startswith("group") for k in m.state_dict())
+
+
+@pytest.mark.parametrize("L,P,repeats", [(128, 5, 2), (32, 5, 2), (30, 3, 3)])
+def test_perfect_head_mse_is_chance_times_the_unpredictable_share(L, P, repeats):
+    """Measured on the data: (1/V)(1 - 1/V) (1 - (repeats - 1)(P - 1) / (L - 1)); at the paper's L = 128,
+    0.0872 against chance 0.09 (Fig. 7's judgement sits between the two)."""
+    task = I.InductionTask(V=10, L=L, P=P, repeats=repeats, n=60)
+    x, starts = I.generate(task)
+    m = I.perfect_head_mse(x, I.induction_mask(task, starts), 10)
+    assert m == pytest.approx(I.chance_mse(10) * (1 - (repeats - 1) * (P - 1) / (L - 1)), rel=1e-12)
+    if L == 128:
+        assert round(m, 4) == 0.0872

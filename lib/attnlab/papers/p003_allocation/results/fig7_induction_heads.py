@@ -3,7 +3,14 @@ width d_model, against the number of heads (head dimension d_model / H). The pap
 qualitative ("how the number of heads influences the ability of the model to capture the
 Induction Head mechanism"; the title says "trade-off"). Its generator and target are unspecified;
 ours are in `induction.py`. Every (heads, learning rate, seed) trains as one replica of one
-tensor program."""
+tensor program.
+
+Whether a model learned the induction head is judged on the validation MSE the paper reports, between
+two references measured on the same validation split: the constant 1/V prediction (`chance_mse`) and a
+perfect induction head (`perfect_head_mse`: exact next tokens where a repeat makes them predictable, 1/V
+elsewhere). Only (repeats - 1)(P - 1) of the L - 1 positions are predictable (4 of 127 at the paper's
+L = 128), so the two are close (0.0900 and 0.0872): a model "learned" when it closes at least
+LEARNED_FRACTION of that gap."""
 
 from __future__ import annotations
 
@@ -14,6 +21,8 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
 from attnlab.papers.p003_allocation import induction as I
+
+LEARNED_FRACTION = 0.5  # of the gap between the constant 1/V prediction and a perfect induction head
 
 PARAMS = (
     Param("V", "int", "vocabulary size (the paper: 10 unique tokens)", min=2, max=1000),
@@ -78,9 +87,17 @@ def compute(ctx: Context) -> dict:
         best[str(h)], ind[str(h)] = r["best_val_mse"], r["ind_acc"]
     x, starts = I.generate(task)
     ok = _check_task(task, x, starts)
+    mask = I.induction_mask(task, starts)
     return {"config": cfg, "runs": runs, "best": best, "ind_acc": ind, "chance_mse": I.chance_mse(cfg["V"]),
-            "task_ok": ok, "n_val": task.n - task.n_train,
-            "induction_positions": int(I.induction_mask(task, starts)[task.n_train:].sum())}
+            "perfect_mse": I.perfect_head_mse(x[task.n_train:], mask[task.n_train:], cfg["V"]),
+            "task_ok": ok, "n_val": task.n - task.n_train, "induction_positions": int(mask[task.n_train:].sum())}
+
+
+def learned_cutoff(result: dict) -> float:
+    """The validation MSE below which a model learned the induction head: LEARNED_FRACTION of the way
+    from the constant 1/V prediction down to a perfect induction head (both on the validation split)."""
+    chance, perfect = result["chance_mse"], result["perfect_mse"]
+    return chance - LEARNED_FRACTION * (chance - perfect)
 
 
 def _check_task(task: I.InductionTask, x, starts) -> bool:
@@ -108,18 +125,25 @@ def claims(result: dict) -> ClaimsTable:
     H = cfg["heads"]
     best = np.array([result["best"][str(h)] for h in H])
     acc = np.array([result["ind_acc"][str(h)] for h in H])
-    chance = result["chance_mse"]
-    learned = bool(best.min() < 0.9 * chance)
+    chance, perfect, cutoff = result["chance_mse"], result["perfect_mse"], learned_cutoff(result)
+    learned = bool(best.min() < cutoff)
     ours = ", ".join(f"H={h}: {b:.4f}" for h, b in zip(H, best))
     if learned and len(H) >= 3:
         i = int(np.argmin(best))
         t.add("3", "Fig. 7: a trade-off over the number of heads (best validation MSE lowest at an interior H)",
-              paper="trade-off", ours=ours, holds=0 < i < len(H) - 1, tolerance="interior argmin", source="figure")
+              paper="trade-off", ours=ours, holds=0 < i < len(H) - 1,
+              tolerance=f"interior argmin (induction learned: best MSE < {cutoff:.4f})", source="figure")
+    elif learned:
+        t.inconclusive("3", "Fig. 7: the number of heads changes how well the induction head is learned (a trade-off)",
+                       paper="trade-off", ours=ours, why=f"{len(H)} head counts: an interior optimum needs three or more",
+                       source="figure")
     else:
         t.inconclusive("3", "Fig. 7: the number of heads changes how well the induction head is learned (a trade-off)",
                        paper="trade-off", ours=ours,
-                       why=f"no model beats the constant 1/V prediction (MSE {chance:.3f}) by 10%: no induction learned "
-                           f"at {cfg['epochs']} epochs of {cfg['n']} sequences", source="figure")
+                       why=f"no model closes {LEARNED_FRACTION:.0%} of the gap between the constant 1/V prediction "
+                           f"(MSE {chance:.4f}) and a perfect induction head on the same data ({perfect:.4f}), i.e. "
+                           f"reaches {cutoff:.4f}: no induction learned at {cfg['epochs']} epochs of {cfg['n']} "
+                           "sequences", source="figure")
     t.inconclusive("4", "induction accuracy (argmax next token inside a repeated pattern) against chance 1/V",
                    paper="–", ours=", ".join(f"H={h}: {a:.2f}" for h, a in zip(H, acc)),
                    why=f"chance is {1 / cfg['V']:.2f}; the paper gives no accuracy", source="")

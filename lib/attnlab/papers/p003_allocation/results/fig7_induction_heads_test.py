@@ -28,3 +28,22 @@ def test_tiny_run_and_claims(tmp_path):
     assert set(r["best"]) == {"1", "2", "8"}
     again = _run(tmp_path, L=12, P=3, n=40, d_model=8, heads=[1, 2, 8], epochs=1, batch=8)
     assert again["meta"]["computed"] == 0
+
+
+def test_learned_is_judged_between_chance_and_a_perfect_head():
+    """At the full preset's L = 128 a perfect head's MSE (0.0872) is above 0.9 x chance: the cutoff sits
+    halfway between chance and the perfect head, so the trade-off row can pass and fail."""
+    cfg = EXP.config("full")
+    chance, perfect = 0.09, 0.09 * (1 - 4 / 127)
+    base = {"config": cfg, "chance_mse": chance, "perfect_mse": perfect, "task_ok": True, "n_val": 2000,
+            "induction_positions": 8000, "runs": [{"val_mse": 0.08, "untrained_mse": 0.1}],
+            "ind_acc": {str(h): 0.5 for h in cfg["heads"]}}
+    cut = ex.learned_cutoff(base)
+    assert perfect < cut < chance and cut == pytest.approx((chance + perfect) / 2)
+    mse = {1: 0.0890, 2: 0.0880, 4: 0.0874, 8: 0.0876, 16: 0.0885, 32: 0.0899}
+    row = ex.claims({**base, "best": {str(h): v for h, v in mse.items()}}).rows[2]
+    assert row.verdict == "reproduced"
+    mse[1] = 0.0873  # lowest at the first head count: no trade-off
+    assert ex.claims({**base, "best": {str(h): v for h, v in mse.items()}}).rows[2].verdict == "fails"
+    flat = {str(h): chance for h in cfg["heads"]}
+    assert ex.claims({**base, "best": flat}).rows[2].verdict == "inconclusive"
