@@ -380,6 +380,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-build", action="store_true", help="execute chapters but do not build the HTML")
     p.set_defaults(fn=cmd_book)
 
+    from . import campaign
+
+    p = sub.add_parser("campaign", help="run the paper-scale presets in priority order, within a time budget",
+                       description=campaign.__doc__.split("\n\n")[0] + " Exit 0: all done; 75: work left "
+                                   "(rerun the same command to resume).")
+    campaign.add_arguments(p)
+    p.set_defaults(fn=campaign.command)
+
     p = sub.add_parser("check", help="fast static checks")
     p.set_defaults(fn=cmd_check)
     p = sub.add_parser("scorecard", help="print every claim with its verdict")

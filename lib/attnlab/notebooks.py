@@ -54,8 +54,19 @@ def _hash_files(paths: Iterable[Path]) -> str:
     return h.hexdigest()[:16]
 
 
+def full_files(exp: Experiment) -> list[Path]:
+    """The chapter's stored paper-scale entries (results/full/<id>/*.json, without checkpoints or
+    entries set aside as corrupt): the "At paper scale" rows are judged from them."""
+    folder = REPO_ROOT / "results" / "full" / exp.id
+    return sorted(p for p in folder.rglob("*.json") if "checkpoints" not in p.parts and not p.name.startswith(".tmp-"))
+
+
 def fingerprint(exp: Experiment) -> dict[str, str]:
-    return {"source_hash": _hash_files([exp.notebook]), "lib_hash": _hash_files(lib_files(exp))}
+    """What an executed chapter depends on: its source, the library code it runs, and its stored
+    paper-scale results (committing new results/full entries makes the chapter stale, so
+    `attnlab book` re-executes it and its "not run" rows are judged)."""
+    return {"source_hash": _hash_files([exp.notebook]), "lib_hash": _hash_files(lib_files(exp)),
+            "full_hash": _hash_files(full_files(exp))}
 
 
 def executed_on() -> dict[str, str]:
@@ -165,6 +176,8 @@ def stale_reason(exp: Experiment) -> str | None:
         return "notebook source changed"
     if meta.get("lib_hash") != now["lib_hash"]:
         return "library code changed"
+    if meta.get("full_hash") != now["full_hash"]:
+        return "paper-scale results changed"
     if meta.get("parameters", {}) != {}:
         return "executed with non-default parameters"
     return None
@@ -501,7 +514,8 @@ def toc_yaml() -> str:
 
 def write_generated_pages() -> None:
     """Write _toc.yml, book/scorecard.md, the tables of the intro and of the paper overview pages, and the
-    generated tables of book/costs.md (`cost_table`) and book/performance.md (`bench.performance_tables`)."""
+    generated tables of book/costs.md (`cost_table`) and book/performance.md (`bench.performance_tables`),
+    and the campaign plan (results/campaign.toml, `campaign.write_plan`)."""
     (REPO_ROOT / "_toc.yml").write_text(toc_yaml())
     (BOOK / "scorecard.md").write_text(scorecard_markdown())
     _replace_between(BOOK / "intro.md", "papers", papers_table())
@@ -511,6 +525,9 @@ def write_generated_pages() -> None:
     from .bench import performance_tables
 
     _replace_between(BOOK / "performance.md", "bench", performance_tables())
+    from .campaign import write_plan
+
+    write_plan()  # results/campaign.toml: what each chapter's paper-scale run unlocks and costs
 
 
 def toc_files() -> list[str]:
