@@ -117,3 +117,13 @@ def test_bad_arguments_get_one_line_errors():
     for args, words in ((["--budget", "0"], "--budget 0"), (["--dry-run", "--only", "nope/x"], "--only nope/x")):
         out = subprocess.run([sys.executable, "-m", "attnlab.campaign", *args], capture_output=True, text=True, env=env)
         assert out.returncode != 0 and words in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_attnlab_list_runs_on_a_bare_machine(tmp_path):
+    """`attnlab list` (status from the executed chapters read as JSON) needs no Jupyter package."""
+    (tmp_path / "sitecustomize.py").write_text(BARE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT / "lib")])}
+    out = subprocess.run([sys.executable, "-m", "attnlab.cli", "list", "--paper", "004"], capture_output=True,
+                         text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "004-memorization/fig1a-accuracy-vs-heads" in out.stdout

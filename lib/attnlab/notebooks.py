@@ -13,6 +13,7 @@ import contextlib
 import csv
 import functools
 import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -21,7 +22,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Iterable
 
-import nbformat
+try:
+    import nbformat
+except ModuleNotFoundError:  # a bare machine (torch and numpy only): `attnlab list` reads chapters as JSON
+    nbformat = None
 
 from .core.claims import KINDS, LEGEND, VERDICT_MARK, ClaimsTable
 from .core.experiment import Experiment
@@ -170,7 +174,7 @@ def stale_reason(exp: Experiment) -> str | None:
     """Why the executed copy of `exp` is out of date, or None if it is current."""
     if not exp.executed.exists():
         return "never executed"
-    meta = nbformat.read(exp.executed, as_version=4).metadata.get("attnlab", {})
+    meta = json.loads(exp.executed.read_text()).get("metadata", {}).get("attnlab", {})
     now = fingerprint(exp)
     if meta.get("source_hash") != now["source_hash"]:
         return "notebook source changed"
