@@ -82,37 +82,40 @@ def mse(P: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
 
 
 def train_students(M: np.ndarray, X_train: np.ndarray, X_eval: np.ndarray, ranks: list[int], steps: int, batch: int,
-                   lr: float, seed: int, causal: bool = False, progress=None, curve_every: int = 25) -> dict[str, dict]:
+                   lr: float, seed: int, causal: bool = False, progress=None, curve_every: int = 25,
+                   device="cpu") -> dict[str, dict]:
     """SVD-initialised students of every rank in `ranks`, trained together by Adam (each on its own
     loss; Adam is per-parameter, so they stay independent) to match the teacher's attention on
-    batches of `X_train` [N, L, n] (augmented inputs); evaluated in float64 on `X_eval`.
+    batches of `X_train` [N, L, n] (augmented inputs); evaluated in float64 on `X_eval`; on `device`.
     Returns rank -> {init_mse, final_mse, best_mse = min(init, final), curve [[step, train loss]]}."""
-    Xt = torch.as_tensor(X_train, dtype=torch.float32)
-    Xe = torch.as_tensor(X_eval, dtype=torch.float64)
-    M64 = torch.as_tensor(M, dtype=torch.float64)
+    Xt = torch.as_tensor(X_train, dtype=torch.float32).to(device)
+    Xe = torch.as_tensor(X_eval, dtype=torch.float64).to(device)
+    M64 = torch.as_tensor(M, dtype=torch.float64).to(device)
     Mt = M64.float()
     with torch.no_grad():
         T_train = torch.softmax(_masked(Xt @ Mt @ Xt.transpose(1, 2), causal), dim=-1)
         T_eval = torch.softmax(_masked(Xe @ M64 @ Xe.transpose(1, 2), causal), dim=-1)
     inits = {k: svd_factors(M, k)[:2] for k in ranks}
     return fit_students(inits, lambda X, A, B, k: attention(X, A, B, causal), Xt, Xe, T_train, T_eval, steps, batch,
-                        lr, seed, progress, curve_every)
+                        lr, seed, progress, curve_every)  # on the device of Xt
 
 
 def fit_students(inits: dict, attn, Xt: torch.Tensor, Xe: torch.Tensor, T_train: torch.Tensor, T_eval: torch.Tensor,
                  steps: int, batch: int, lr: float, seed: int, progress=None, curve_every: int = 25) -> dict[str, dict]:
     """Train the students `inits` (rank -> (A, B) float64 arrays) together by Adam on the attention
     MSE against the teacher's T_train (float32 inputs Xt), `attn(X, A, B, rank)` giving a
-    student's attention; each student is evaluated in float64 on (Xe, T_eval) before and after."""
+    student's attention; each student is evaluated in float64 on (Xe, T_eval) before and after. Runs
+    on the device of Xt (the batches' indices are drawn on the CPU, from `seed` alone)."""
+    dev = Xt.device
     params = {}
     out: dict[str, dict] = {}
     ranks = list(inits)
     for k in ranks:
         A, B = inits[k]
         with torch.no_grad():
-            init = float(mse(attn(Xe, torch.as_tensor(A), torch.as_tensor(B), k), T_eval))
-        params[k] = (torch.tensor(A, dtype=torch.float32, requires_grad=True),
-                     torch.tensor(B, dtype=torch.float32, requires_grad=True))
+            init = float(mse(attn(Xe, torch.as_tensor(A).to(dev), torch.as_tensor(B).to(dev), k), T_eval))
+        params[k] = (torch.tensor(A, dtype=torch.float32, device=dev, requires_grad=True),
+                     torch.tensor(B, dtype=torch.float32, device=dev, requires_grad=True))
         out[str(k)] = {"init_mse": init, "curve": []}
     trainable = [k for k in ranks if steps > 0]
     if trainable:
@@ -120,7 +123,7 @@ def fit_students(inits: dict, attn, Xt: torch.Tensor, Xe: torch.Tensor, T_train:
         gen = torch.Generator().manual_seed(seed)
         it = range(steps) if progress is None else progress(range(steps))
         for step in it:
-            idx = torch.randint(0, len(Xt), (batch,), generator=gen)
+            idx = torch.randint(0, len(Xt), (batch,), generator=gen).to(dev)
             xb, tb = Xt[idx], T_train[idx]
             losses = [mse(attn(xb, *params[k], k), tb) for k in trainable]
             opt.zero_grad(set_to_none=True)
@@ -183,22 +186,25 @@ def rope_attention(X: torch.Tensor, A: torch.Tensor, B: torch.Tensor, theta: flo
 
 def rope_students(W_Q: np.ndarray, W_K: np.ndarray, theta: float, X_train: np.ndarray, X_eval: np.ndarray,
                   ranks: list[int], steps: int, batch: int, lr: float, seed: int, progress=None,
-                  curve_every: int = 25) -> dict[str, dict]:
+                  curve_every: int = 25, device="cpu", chunk: int = 64) -> dict[str, dict]:
     """Students of a causal RoPE head (W_Q, W_K [D, d_H], no biases; inputs after the layer's norm)
     as the paper builds them: for d_h < d_H the truncated SVD of W_Q W_K^T / sqrt(d_H) (which
     ignores the rotation), with rotary embeddings of head dimension d_h; at d_h = d_H the teacher's
-    own projections (exact). Trained by Adam on the causal attention MSE."""
+    own projections (exact). Trained by Adam on the causal attention MSE, on `device`; the teacher's
+    attention on the training spans is computed `chunk` spans at a time (its logits, mask and softmax
+    of all spans at once would need three times its size)."""
     d_H = W_Q.shape[1]
     if any(k % 2 or k > d_H for k in ranks):
         raise ValueError(f"RoPE students need even ranks <= d_H = {d_H}; got {ranks}")
     M = W_Q @ W_K.T / np.sqrt(d_H)
     inits = {k: (svd_factors(M, k)[:2] if k < d_H else (W_Q / d_H ** 0.25, W_K / d_H ** 0.25)) for k in ranks}
-    Xt = torch.as_tensor(X_train, dtype=torch.float32)
-    Xe = torch.as_tensor(X_eval, dtype=torch.float64)
+    Xt = torch.as_tensor(X_train, dtype=torch.float32).to(device)
+    Xe = torch.as_tensor(X_eval, dtype=torch.float64).to(device)
     s = d_H ** 0.25
     with torch.no_grad():
-        T_train = rope_attention(Xt, torch.as_tensor(W_Q / s, dtype=torch.float32), torch.as_tensor(W_K / s, dtype=torch.float32), theta)
-        T_eval = rope_attention(Xe, torch.as_tensor(W_Q / s), torch.as_tensor(W_K / s), theta)
+        Aq, Ak = (torch.as_tensor(W / s, dtype=torch.float32).to(device) for W in (W_Q, W_K))
+        T_train = torch.cat([rope_attention(Xt[i:i + chunk], Aq, Ak, theta) for i in range(0, len(Xt), chunk)])
+        T_eval = rope_attention(Xe, torch.as_tensor(W_Q / s).to(device), torch.as_tensor(W_K / s).to(device), theta)
     return fit_students(inits, lambda X, A, B, k: rope_attention(X, A, B, theta), Xt, Xe, T_train, T_eval, steps, batch,
                         lr, seed, progress, curve_every)
 

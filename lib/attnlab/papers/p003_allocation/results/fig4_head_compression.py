@@ -13,7 +13,7 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, require_memory
 from attnlab.core.progress import tqdm
 from attnlab.papers.p003_allocation import compression as C
 from attnlab.papers.p003_allocation import jacobian as J
@@ -69,7 +69,8 @@ def compute(ctx: Context) -> dict:
     head_keys = ("model", "layer", "head", "d_h", "L", "train_spans", "eval_spans", "steps", "batch", "lr",
                  "corpus_chars", "seed")
     head = ctx.unit({"what": ctx.experiment.id + ":head", **{k: cfg[k] for k in head_keys},
-                     "corpus": "stdlib-docstrings", "python": list(sys.version_info[:2])}, lambda: _head(cfg, ctx.progress))
+                     "corpus": "stdlib-docstrings", "python": list(sys.version_info[:2])},
+                    lambda: _head(cfg, ctx.progress, ctx.device))
     return {"config": cfg, "synthetic": synthetic, "head": head}
 
 
@@ -96,7 +97,25 @@ def _synthetic(cfg: dict) -> dict:
     return {"singular_values": s.tolist(), "rows": rows, "exact_full_rank": exact}
 
 
-def _head(cfg: dict, progress: bool) -> dict:
+TEACHER_CHUNK = 32  # spans per forward pass of the pretrained teacher (on the CPU)
+ROPE_CHUNK = 64  # spans per chunk of the RoPE teacher's attention (compression.rope_students)
+
+
+def head_memory(cfg: dict, D: int, heads: int, rope: bool) -> tuple[float, float]:
+    """Estimated peak bytes of part 2 on the host and on the students' device (the same memory on a CPU):
+    host, the layer inputs X [S, L, D] float64 of S = train_spans + eval_spans spans (and their augmented
+    copy [S, L, D + 1] without RoPE) and the teacher's eager attention on a chunk of spans; device, the
+    students' data (float32 training inputs, float64 evaluation inputs), the teacher's attention on both
+    [spans, L, L], the temporaries of computing it, and one float64 evaluation of a student."""
+    T, E, L = cfg["train_spans"], cfg["eval_spans"], cfg["L"]
+    S, n = T + E, D + (0 if rope else 1)
+    host = 8 * S * L * D + (0 if rope else 8 * S * L * n) + 3 * 4 * TEACHER_CHUNK * heads * L * L
+    data = 4 * T * L * n + 8 * E * L * n + 4 * T * L * L + 8 * E * L * L
+    teacher = 3 * 4 * min(T, ROPE_CHUNK) * L * L if rope else 4 * T * L * (n + L)
+    return host, data + teacher + 3 * 8 * E * L * L
+
+
+def _head(cfg: dict, progress: bool, device="cpu") -> dict:
     import torch
     from attnlab.core import corpus
     from attnlab.core import pretrained as P
@@ -116,17 +135,28 @@ def _head(cfg: dict, progress: bool) -> dict:
     llama = p.kind == "llama"
     if llama and any(k % 2 for k in cfg["d_h"]):
         raise ParameterError(f"parameter 'd_h': value {cfg['d_h']} is not allowed; a RoPE student needs even dimensions")
+    device = torch.device(device)
+    host, dev = head_memory(cfg, int(p.model.config.hidden_size), p.heads, llama)
+    names = {k: cfg[k] for k in ("train_spans", "eval_spans", "L")}
+    what = (f"{p.name}'s layer inputs and attention on {cfg['train_spans']} + {cfg['eval_spans']} spans of "
+            f"{cfg['L']} tokens")
+    if device.type == "cpu":
+        require_memory(host + dev, what + " (teacher and students on the CPU)", names)
+    else:
+        require_memory(host, what + " (the teacher on the CPU)", names)
+        require_memory(dev, what + f" (the students on {device})", names, device=device)
     text = corpus.stdlib_docstrings(cfg["corpus_chars"])
     stream = J.token_stream(p, text)
     rng = np.random.default_rng([cfg["seed"], cfg["L"]])
     ids = J.sample_inputs(p, stream, cfg["L"], cfg["train_spans"] + cfg["eval_spans"], rng)
-    xs = []
-    for i in range(0, len(ids), 32):
-        chunk = torch.as_tensor(ids[i:i + 32])
+    X = None  # filled chunk by chunk: no list of chunks and concatenated copy (17 GB each at the paper's protocol)
+    for i in range(0, len(ids), TEACHER_CHUNK):
+        chunk = torch.as_tensor(ids[i:i + TEACHER_CHUNK])
         x = (J.llama_attention_inputs(p.model, chunk, cfg["layer"])[0] if llama
              else J.bert_layer_input(p.model, chunk, cfg["layer"]))
-        xs.append(x.double().numpy())
-    X = np.concatenate(xs)
+        if X is None:
+            X = np.empty((len(ids),) + tuple(x.shape[1:]), dtype=np.float64)
+        X[i:i + len(x)] = x.double().numpy()
     h = cfg["head"]
     ranks = sorted(cfg["d_h"])
     bar = (lambda it: tqdm(it, desc="students", mininterval=2.0, leave=False)) if progress else None
@@ -145,7 +175,8 @@ def _head(cfg: dict, progress: bool) -> dict:
         ref = torch.as_tensor(S_.softmax(J.llama_attention_logits(p.model, torch.as_tensor(ids[:1]), cfg["layer"], [h])[0, 0].numpy()))
         check = float((mine - ref).abs().max())
         Xt, Xe = X[:cfg["train_spans"]], X[cfg["train_spans"]:]
-        out = C.rope_students(WQ, WK, theta, Xt, Xe, ranks, cfg["steps"], cfg["batch"], cfg["lr"], cfg["seed"], progress=bar)
+        out = C.rope_students(WQ, WK, theta, Xt, Xe, ranks, cfg["steps"], cfg["batch"], cfg["lr"], cfg["seed"], progress=bar,
+                              device=device, chunk=ROPE_CHUNK)
         uniform, D, norm = C.rope_uniform_mse(WQ, WK, theta, Xe), int(M.shape[0]), float(np.linalg.norm(X, axis=-1).mean())
     else:
         Xa = C.augment(X)
@@ -158,9 +189,10 @@ def _head(cfg: dict, progress: bool) -> dict:
         check = float((mine - ref).abs().max())
         Xt, Xe = Xa[:cfg["train_spans"]], Xa[cfg["train_spans"]:]
         trained = [k for k in ranks if k < p.head_dim]
-        out = C.train_students(M, Xt, Xe, trained, cfg["steps"], cfg["batch"], cfg["lr"], cfg["seed"], progress=bar)
+        out = C.train_students(M, Xt, Xe, trained, cfg["steps"], cfg["batch"], cfg["lr"], cfg["seed"], progress=bar,
+                               device=device)
         if p.head_dim in ranks:  # the full-rank student is the teacher: kept at its SVD initialisation
-            out.update(C.train_students(M, Xt, Xe, [p.head_dim], 0, cfg["batch"], cfg["lr"], cfg["seed"]))
+            out.update(C.train_students(M, Xt, Xe, [p.head_dim], 0, cfg["batch"], cfg["lr"], cfg["seed"], device=device))
         uniform, D, norm = C.uniform_mse(Xe, M), int(M.shape[0] - 1), float(np.linalg.norm(Xa[..., :-1], axis=-1).mean())
     return {"teacher": {"name": p.name, "d_H": p.head_dim, "D": D, "substitute": p.substitute, "note": p.note,
                         "corpus_fingerprint": corpus.fingerprint(text), "rope": llama},

