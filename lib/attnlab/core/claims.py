@@ -17,14 +17,21 @@ displayed as an HTML table (the book), as Markdown text, and as JSON (`MIME`): t
 every cell with its row's precision, and `compare` (used by nbval through `attnlab.pytest_plugin`)
 checks a re-executed table against the stored one: same rows and verdicts, same words, every
 number equal at its precision.
+
+A trained claim is judged over several seeds trained as replicas of one program (`ClaimsTable.add_seeds`,
+the seed rule): "this run" prints the median, the spread (min–max) and the count of seeds; the row is
+reproduced only when the claim holds in every seed, fails only when it fails in every seed, each seed
+beyond the threshold by more than the row's precision; otherwise it is inconclusive. No seed is singled
+out, so no best seed can be picked.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import statistics
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 MIME = "application/vnd.attnlab.claims+json"  # the table's machine-readable form, what CI compares
 
@@ -130,6 +137,23 @@ def cell_differences(stored: str, new: str, rtol: float, atol: float = 0.0) -> s
     return f"numbers beyond {precision}: {', '.join(bad)}"
 
 
+def seed_summary(values: "Sequence[float]") -> str:
+    """A trained value over seeds as "this run" prints it: the median, then the spread (min–max) and
+    the count, e.g. '64 (51–156, 3 seeds)'. The words are fixed, so a re-executed table compares its
+    three numbers at the row's precision."""
+    v = _seed_values(values)
+    return f"{fmt(statistics.median(v))} ({fmt(min(v))}–{fmt(max(v))}, {len(v)} seed{'s' if len(v) != 1 else ''})"
+
+
+def _seed_values(values: "Sequence[float]") -> list[float]:
+    v = [float(x) for x in values]
+    if not v:
+        raise ValueError("no seeds: a trained claim needs one value per seed")
+    if any(math.isnan(x) for x in v):
+        raise ValueError(f"values {v}: a seed gave nan; judge the run before tabulating it")
+    return v
+
+
 @dataclass
 class Claim:
     key: str
@@ -188,6 +212,51 @@ class ClaimsTable:
         verdict = "not run" if holds is None else ("reproduced" if holds else "fails")
         self.rows.append(Claim(key, text, fmt(paper), fmt(ours), tolerance, verdict, asserted and holds is not None,
                                source, rtol, atol))
+        return self
+
+    def add_seeds(self, key: str, text: str, *, paper: Any, values: Sequence[float], threshold: float,
+                  above: bool = True, tolerance: str = "", asserted: bool = False, source: str = "",
+                  rtol: float | None = None, atol: float | None = None) -> "ClaimsTable":
+        """A trained claim judged over seeds (the seed rule): `values` holds one measured value per
+        seed (seeds trained as replicas of one program, in seed order), and the claim is `value ≥
+        threshold` (`above`) or `value ≤ threshold`. "This run" prints the median, the spread
+        (min–max) and the count of seeds (`seed_summary`).
+
+        The rule: a seed *holds* (or *fails*) when its value is on the claim's side of the threshold
+        (or the other) by more than the row's precision (atol + rtol of the larger, at least 1e-12:
+        the distance another CPU could move it); otherwise it is *undecided*. The row is reproduced
+        only when every seed holds, fails only when every seed fails, and is inconclusive otherwise
+        (the tolerance column says how many seeds held, failed and were undecided). In other words,
+        ✅ or ❌ only when the whole spread, widened by the precision, lies beyond the threshold. No
+        rule picks a seed: the verdict and the printed cells depend on the set of values only.
+        `asserted`: the chapter raises when the row fails (an inconclusive row never raises).
+        `tolerance`: the criterion as the reader should see it (default '≥ threshold')."""
+        rtol, atol = self._precision(rtol, atol)
+        _check_source(key, source)
+        v = _seed_values(values)
+        limit = float(threshold)
+        criterion = tolerance or f"{'≥' if above else '≤'} {fmt(limit)}"
+        held = failed = 0
+        for x in v:
+            if abs(x - limit) <= max(atol + rtol * max(abs(x), abs(limit)), 1e-12):
+                continue
+            if (x >= limit) == above:
+                held += 1
+            else:
+                failed += 1
+        n = len(v)
+        every = "the seed" if n == 1 else f"each of {n} seeds"
+        if held == n:
+            verdict, why = "reproduced", f"{criterion} in {every}"
+        elif failed == n:
+            verdict, why = "fails", f"{criterion} in {every}"
+        else:
+            verdict = "inconclusive"
+            undecided = n - held - failed
+            why = (f"{criterion} in {every}: holds in {held}, fails in {failed}, {undecided} within this row's "
+                   f"precision ({_precision_text(rtol, atol) or 'exact'}) of {fmt(limit)}")
+        self.rows.append(Claim(key, text, fmt(paper), seed_summary(v), why, verdict,
+                               asserted and verdict != "inconclusive", source, rtol, atol))
         return self
 
     def consistency(self, key: str, text: str, *, expected: Any, ours: Any, holds: bool,

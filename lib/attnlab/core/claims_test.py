@@ -136,3 +136,82 @@ def test_an_absolute_tolerance_covers_noise_around_zero():
     assert (t.rows[1].rtol, t.rows[1].atol) == (0.2, 0.09)  # a trained table's consistency rows are trained too
     with pytest.raises(ValueError, match="atol"):
         ClaimsTable(atol=-1).add("3", "x", paper=1, ours=1, holds=True, tolerance="t")
+
+
+def test_the_seed_rule_prints_median_and_spread_and_judges_every_seed():
+    t = ClaimsTable(rtol=0.2)
+    t.add_seeds("1", "ratio at c = 10", paper=1485, values=[155.7, 108.9, 55.0], threshold=5,
+                tolerance="≥ 5×", asserted=True, source="figure")
+    t.add_seeds("2", "ratio at c = 10", paper=458, values=[39.4, 23.3, 5.05], threshold=5, tolerance="≥ 5×",
+                asserted=True, source="figure")  # one seed within the precision of the threshold
+    t.add_seeds("3", "ratio at c = 10", paper=458, values=[39.4, 23.3, 2.0], threshold=5, asserted=True)
+    t.add_seeds("4", "ratio at c = 10", paper=458, values=[1.0, 2.0, 3.0], threshold=5, asserted=False)
+    t.add_seeds("5", "ID factor", paper=10, values=[1.6, 2.0, 2.8, 9.3], threshold=10, above=False,
+                tolerance="≤ 10×")
+    t.add_seeds("6", "ID factor", paper=10, values=[1.6, 2.0, 2.8, 6.0], threshold=10, above=False)
+    assert [c.verdict for c in t.rows] == ["reproduced", "inconclusive", "inconclusive", "fails", "inconclusive",
+                                           "reproduced"]
+    assert t.rows[0].ours == "109 (55–156, 3 seeds)" and t.rows[0].tolerance == "≥ 5× in each of 3 seeds"
+    assert t.rows[1].tolerance == ("≥ 5× in each of 3 seeds: holds in 2, fails in 0, 1 within this row's "
+                                   "precision (± 20%) of 5")
+    assert "holds in 2, fails in 1, 0 within" in t.rows[2].tolerance
+    assert t.rows[3].tolerance == "≥ 5 in each of 3 seeds" and t.rows[5].tolerance == "≤ 10 in each of 4 seeds"
+    assert t.rows[4].ours == "2.4 (1.6–9.3, 4 seeds)"  # an even count: the mean of the middle two
+    assert [c.asserted for c in t.rows] == [True, False, False, False, False, False]
+    t.check()  # inconclusive rows never raise
+    t.add_seeds("7", "asserted and failing in every seed", paper=5, values=[1.0, 2.0], threshold=5, asserted=True)
+    with pytest.raises(ClaimFailed, match="claim 7"):
+        t.check()
+
+
+def test_no_rule_of_the_seed_rule_can_pick_a_best_seed():
+    """The row (verdict and every printed cell) depends on the set of seed values only: reordering the
+    seeds changes nothing, and one bad seed among good ones never gives ✅ (nor one good seed ❌)."""
+    import itertools
+
+    values = [155.7, 108.9, 3.0, 51.5, 66.2]
+    rows = set()
+    for perm in itertools.permutations(values):
+        c = ClaimsTable(rtol=0.2).add_seeds("1", "r", paper=1485, values=list(perm), threshold=5).rows[0]
+        rows.add((c.ours, c.tolerance, c.verdict))
+    assert rows == {("66.2 (3–156, 5 seeds)", "≥ 5 in each of 5 seeds: holds in 4, fails in 1, 0 within this "
+                     "row's precision (± 20%) of 5", "inconclusive")}
+    good, bad = [50.0] * 4, 1.0
+    for i in range(5):
+        one_bad = good[:i] + [bad] + good[i:]
+        assert ClaimsTable(rtol=0.2).add_seeds("1", "r", paper=1, values=one_bad, threshold=5).rows[0].verdict \
+            == "inconclusive"
+        one_good = [bad] * 4
+        one_good.insert(i, 50.0)
+        assert ClaimsTable(rtol=0.2).add_seeds("1", "r", paper=1, values=one_good, threshold=5).rows[0].verdict \
+            == "inconclusive"
+    # "this run" is the median, never the best or the worst seed
+    c = ClaimsTable().add_seeds("1", "r", paper=1, values=[1.0, 100.0, 7.0], threshold=5).rows[0]
+    assert c.ours.startswith("7 (1–100")
+
+
+def test_a_seed_row_renders_in_markdown_html_and_json_and_compares_at_its_precision():
+    from attnlab.core.claims import MIME, seed_summary
+
+    def table(values):
+        return ClaimsTable(rtol=0.2).add_seeds("16", "Fig. 4, cumsum: std / pos MSE at c = 10", paper=1485,
+                                               values=values, threshold=5, tolerance="≥ 5×", asserted=True,
+                                               source="figure")
+
+    t = table([155.7, 108.9, 55.0])
+    row = ClaimsTable.parse(t.markdown())[0]
+    assert row == {"key": "16", "claim": "Fig. 4, cumsum: std / pos MSE at c = 10", "paper": "1485 (figure)",
+                   "ours": "109 (55–156, 3 seeds)", "tolerance": "≥ 5× in each of 3 seeds",
+                   "verdict": "✅ reproduced", "asserted": "yes"}
+    data = t._repr_mimebundle_()[MIME]["rows"][0]
+    assert (data["ours"], data["verdict"], data["rtol"], data["asserted"]) == ("109 (55–156, 3 seeds)", "reproduced",
+                                                                              0.2, True)
+    assert "109 (55–156, 3 seeds) <span class=\"claims-precision\">(± 20% across CPUs)" in t._repr_html_()
+    # another CPU moves every seed a little: the table compares equal; a seed off by 2x does not
+    assert ClaimsTable.compare(t.data(), table([150.0, 115.0, 60.0]).data()) == []
+    assert "55 -> 27" in ClaimsTable.compare(t.data(), table([155.7, 108.9, 27.0]).data())[0]
+    assert seed_summary([2.0]) == "2 (2–2, 1 seed)"
+    with pytest.raises(ValueError, match="nan"):
+        seed_summary([1.0, float("nan")])
+    with pytest.raises(ValueError, match="no seeds"):
+        table([])
