@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -84,6 +84,31 @@ def wikitext(path: str | Path, split: str = "train", max_chars: int | None = Non
             "WikiText-2 there (e.g. $ATTNLAB_DATA/wikitext-103/wiki.train.tokens), or use corpus='stdlib'")
     with open(file, encoding="utf-8") as f:
         return f.read(max_chars) if max_chars else f.read()
+
+
+def span_corpus(name: str, max_chars: int) -> tuple[dict, Callable[[], tuple[str, str]]]:
+    """The text that Figs. 3/10 and 4 sample their spans from: (the part of a store key that names it,
+    a function returning (text, a one-line note)). "stdlib" (the offline default, a substitute for
+    WikiText-103) keeps the key the chapters always had, {"corpus": "stdlib-docstrings", "python":
+    [major, minor]}, and reads the text only when called; "wikitext" reads the training split of the local
+    WikiText (`load`) at once, to name its folder and fingerprint in the key. A missing WikiText folder
+    raises ParameterError (one line: where to put it)."""
+    import sys
+
+    from attnlab.core import corpus
+    from attnlab.core.params import ParameterError
+
+    if name == "stdlib":
+        def text():
+            t = corpus.stdlib_docstrings(max_chars)
+            return t, "substitute for WikiText-103: " + corpus.describe(t)
+        return {"corpus": "stdlib-docstrings", "python": list(sys.version_info[:2])}, text
+    try:
+        c = load(name, max_chars)
+    except FileNotFoundError as e:
+        raise ParameterError(f"parameter 'corpus': {e}") from None
+    return ({"corpus": name, "folder": Path(c.source).name, "fingerprint": corpus.fingerprint(c.train)},
+            lambda: (c.train, c.note))
 
 
 def load(name: str = "stdlib", max_chars: int = 2_000_000) -> Corpus:

@@ -82,3 +82,24 @@ def test_stdlib_corpus_prepares():
     assert data.corpus.substitute and "docstrings" in data.describe()
     assert data.vocab.size == 64 and len(data.train) + len(data.valid) == 30_000
     assert data.train.max() < 64 and data.train.min() >= 0
+
+
+def test_span_corpus_keeps_the_stdlib_key_and_names_a_local_wikitext(tmp_path, monkeypatch):
+    """Figs. 3/10 and 4: the stdlib default keeps the store key the chapters always had (and reads nothing
+    until asked); WikiText's key names its folder and fingerprint; an absent one is a one-line ParameterError."""
+    import sys
+
+    from attnlab.core.params import ParameterError
+
+    key, text = T.span_corpus("stdlib", 20_000)
+    assert key == {"corpus": "stdlib-docstrings", "python": list(sys.version_info[:2])}
+    t, note = text()
+    assert len(t) <= 20_000 and note.startswith("substitute for WikiText-103")
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path))
+    with pytest.raises(ParameterError, match="parameter 'corpus': corpus='wikitext' needs") as e:
+        T.span_corpus("wikitext", 20_000)
+    assert "\n" not in str(e.value)
+    _wikitext(tmp_path)
+    key, text = T.span_corpus("wikitext", 500)
+    assert key["corpus"] == "wikitext" and key["folder"] == "wikitext-103" and len(key["fingerprint"]) > 4
+    assert text()[0] == (TRAIN * 20)[:500] and "WikiText" in text()[1]

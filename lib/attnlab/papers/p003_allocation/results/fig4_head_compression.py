@@ -3,11 +3,10 @@ head dimension d_h, initialised by truncated SVD, then trained by Adam on the at
 mean squared error. Part 1: a synthetic teacher with a controlled spectrum, the error at SVD
 initialisation against exact bounds (entrywise O(sigma/L), l2 O(sigma/sqrt L)). Part 2: the paper's
 Fig. 4 with a pretrained teacher head: LiteLlama-460M layer 5 head 0 in the paper; here, offline,
-MiniLM-L6 layer 5 head 0 (d_H = 32) on spans of the stdlib-docstring corpus (labelled substitutes)."""
+MiniLM-L6 layer 5 head 0 (d_H = 32) on spans of the stdlib-docstring corpus (labelled substitutes); the
+paper's WikiText when it is local (`corpus` = "wikitext": $ATTNLAB_DATA/wikitext-103, see `text.load`)."""
 
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from attnlab.core.progress import tqdm
 from attnlab.papers.p003_allocation import compression as C
 from attnlab.papers.p003_allocation import jacobian as J
 from attnlab.papers.p003_allocation import saturation as S
+from attnlab.papers.p003_allocation import text as T
 
 PARAMS = (
     Param("D", "int", "model dimension of the synthetic teacher", min=2, max=1024),
@@ -39,14 +39,16 @@ PARAMS = (
     Param("steps", "int", "Adam steps (the paper: '10,000 epochs')", min=0, max=1_000_000),
     Param("batch", "int", "spans per Adam step (not stated in the paper)", min=1, max=4096),
     Param("lr", "float", "Adam learning rate (the paper: 1e-3)", min=1e-6, max=1.0),
-    Param("corpus_chars", "int", "characters of the stdlib-docstring corpus tokenised", min=20_000, max=5_000_000),
+    Param("corpus", "str", "text the spans come from: 'stdlib' (offline substitute) or 'wikitext' (the paper's "
+          "WikiText-103, or WikiText-2, from $ATTNLAB_DATA/wikitext-103; its training split)", choices=T.CORPORA),
+    Param("corpus_chars", "int", "characters of the corpus tokenised", min=20_000, max=5_000_000),
     Param("seed", "int", "random seed", min=0, max=2 ** 31 - 1),
 )
 PRESETS = {
     "ci": {"D": 64, "d_H": 16, "syn_d_h": [2, 4, 8], "sigma_max": 2.0, "sigma_decay": 0.7, "B": 1.5,
            "syn_lengths": [16, 32, 64, 128, 256, 512, 1024, 2048], "draws": 10, "model": "minilm", "layer": 5,
            "head": 0, "d_h": [4, 8, 16, 24, 32], "L": 128, "train_spans": 32, "eval_spans": 8, "steps": 100,
-           "batch": 8, "lr": 1e-3, "corpus_chars": 200_000, "seed": 0},
+           "batch": 8, "lr": 1e-3, "corpus": "stdlib", "corpus_chars": 200_000, "seed": 0},
 }
 PRESETS["medium"] = {**PRESETS["ci"], "draws": 100, "L": 512, "train_spans": 2000, "eval_spans": 64, "steps": 10000,
                      "corpus_chars": 2_000_000}
@@ -68,9 +70,9 @@ def compute(ctx: Context) -> dict:
                          lambda: _synthetic(cfg))
     head_keys = ("model", "layer", "head", "d_h", "L", "train_spans", "eval_spans", "steps", "batch", "lr",
                  "corpus_chars", "seed")
-    head = ctx.unit({"what": ctx.experiment.id + ":head", **{k: cfg[k] for k in head_keys},
-                     "corpus": "stdlib-docstrings", "python": list(sys.version_info[:2])},
-                    lambda: _head(cfg, ctx.progress, ctx.device))
+    corpus_key, corpus_text = T.span_corpus(cfg["corpus"], cfg["corpus_chars"])
+    head = ctx.unit({"what": ctx.experiment.id + ":head", **{k: cfg[k] for k in head_keys}, **corpus_key},
+                    lambda: _head(cfg, ctx.progress, ctx.device, corpus_text))
     return {"config": cfg, "synthetic": synthetic, "head": head}
 
 
@@ -115,7 +117,7 @@ def head_memory(cfg: dict, D: int, heads: int, rope: bool) -> tuple[float, float
     return host, data + teacher + 3 * 8 * E * L * L
 
 
-def _head(cfg: dict, progress: bool, device="cpu") -> dict:
+def _head(cfg: dict, progress: bool, device="cpu", corpus_text=None) -> dict:
     import torch
     from attnlab.core import corpus
     from attnlab.core import pretrained as P
@@ -145,7 +147,7 @@ def _head(cfg: dict, progress: bool, device="cpu") -> dict:
     else:
         require_memory(host, what + " (the teacher on the CPU)", names)
         require_memory(dev, what + f" (the students on {device})", names, device=device)
-    text = corpus.stdlib_docstrings(cfg["corpus_chars"])
+    text, corpus_note = (corpus_text or T.span_corpus("stdlib", cfg["corpus_chars"])[1])()
     stream = J.token_stream(p, text)
     rng = np.random.default_rng([cfg["seed"], cfg["L"]])
     ids = J.sample_inputs(p, stream, cfg["L"], cfg["train_spans"] + cfg["eval_spans"], rng)
@@ -195,7 +197,8 @@ def _head(cfg: dict, progress: bool, device="cpu") -> dict:
             out.update(C.train_students(M, Xt, Xe, [p.head_dim], 0, cfg["batch"], cfg["lr"], cfg["seed"], device=device))
         uniform, D, norm = C.uniform_mse(Xe, M), int(M.shape[0] - 1), float(np.linalg.norm(Xa[..., :-1], axis=-1).mean())
     return {"teacher": {"name": p.name, "d_H": p.head_dim, "D": D, "substitute": p.substitute, "note": p.note,
-                        "corpus_fingerprint": corpus.fingerprint(text), "rope": llama},
+                        "corpus_fingerprint": corpus.fingerprint(text), "rope": llama, "corpus_note": corpus_note,
+                        "corpus_substitute": cfg["corpus"] == "stdlib"},
             "singular_values": sv.tolist(), "check": check, "uniform_mse": uniform, "students": out, "input_norm": norm}
 
 

@@ -103,3 +103,10 @@ def test_memory_is_estimated_before_allocating_and_refused_in_one_line(tmp_path,
         EXP.run(EXP.config("ci", syn_lengths=[16], draws=1), store_root=tmp_path, progress=False)
     msg = str(e.value)
     assert "\n" not in msg and all(f"{k}=" in msg for k in ("train_spans", "eval_spans", "L")) and "lower them" in msg
+
+
+def test_corpus_wikitext_absent_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))
+    with pytest.raises(ParameterError, match="parameter 'corpus'.*ATTNLAB_DATA") as e:
+        EXP.run(EXP.config("ci", corpus="wikitext", syn_lengths=[16], draws=1), store_root=tmp_path, progress=False)
+    assert "\n" not in str(e.value)

@@ -2,11 +2,10 @@
 the pre-softmax logits, of layer 0 head 0 of a pretrained model against the sequence length L.
 The paper uses TinyLlama-1.1B on WikiText-103 spans; by default this chapter uses the offline
 pretrained MiniLM-L6 on spans of the Python standard library's docstrings (both substitutions
-labelled); the paper's models load when their weights are local (`model` = "tinyllama" | "litellama")."""
+labelled); the paper's models load when their weights are local (`model` = "tinyllama" | "litellama"),
+and its text when WikiText is (`corpus` = "wikitext": $ATTNLAB_DATA/wikitext-103, see `text.load`)."""
 
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
 from attnlab.papers.p003_allocation import jacobian as J
 from attnlab.papers.p003_allocation import paper
+from attnlab.papers.p003_allocation import text as T
 
 PARAMS = (
     Param("model", "str", "pretrained model: the offline MiniLM-L6 substitute, or the paper's models when local",
@@ -25,14 +25,16 @@ PARAMS = (
     Param("lengths", "int_list", "sequence lengths L in tokens (the paper: 4..1024; MiniLM takes at most 512)",
           min=4, max=8192),
     Param("sequences", "int", "random text spans per length (the paper: 10)", min=1, max=1000),
-    Param("corpus_chars", "int", "characters of the stdlib-docstring corpus tokenised", min=20_000, max=5_000_000),
+    Param("corpus", "str", "text the spans come from: 'stdlib' (offline substitute) or 'wikitext' (the paper's "
+          "WikiText-103, or WikiText-2, from $ATTNLAB_DATA/wikitext-103; its training split)", choices=T.CORPORA),
+    Param("corpus_chars", "int", "characters of the corpus tokenised", min=20_000, max=5_000_000),
     Param("positions", "int", "evenly spaced query positions averaged for the 'mean over queries' curve",
           min=1, max=8192),
     Param("seed", "int", "seed of the span sampling", min=0, max=2 ** 31 - 1),
 )
 PRESETS = {
     "ci": {"model": "minilm", "layer": 0, "head": 0, "lengths": [4, 8, 16, 32, 64, 128, 256, 512], "sequences": 10,
-           "corpus_chars": 200_000, "positions": 16, "seed": 0},
+           "corpus": "stdlib", "corpus_chars": 200_000, "positions": 16, "seed": 0},
 }
 PRESETS["full"] = {**PRESETS["ci"], "model": "tinyllama", "lengths": list(paper.FIG3_LENGTHS), "corpus_chars": 2_000_000,
                    "positions": 64}
@@ -48,6 +50,7 @@ def compute(ctx: Context) -> dict:
     largest |softmax(our logits) - the model's attention|), `model` (architecture facts, note)."""
     cfg = ctx.config
     state: dict = {}
+    corpus_key, corpus_text = T.span_corpus(cfg["corpus"], cfg["corpus_chars"])
 
     def setup():
         if "p" not in state:
@@ -57,12 +60,12 @@ def compute(ctx: Context) -> dict:
                 raise ParameterError(str(e)) from None
             from attnlab.core import corpus
 
-            text = corpus.stdlib_docstrings(cfg["corpus_chars"])
-            state.update(p=p, stream=J.token_stream(p, text), fingerprint=corpus.fingerprint(text))
+            text, note = corpus_text()
+            state.update(p=p, stream=J.token_stream(p, text), fingerprint=corpus.fingerprint(text), corpus_note=note)
         return state
 
     key0 = {"what": ctx.experiment.id, "model": cfg["model"], "layer": cfg["layer"], "head": cfg["head"],
-            "sequences": cfg["sequences"], "corpus": "stdlib-docstrings", "python": list(sys.version_info[:2]),
+            "sequences": cfg["sequences"], **corpus_key,
             "corpus_chars": cfg["corpus_chars"], "positions": cfg["positions"], "seed": cfg["seed"]}
     rows = []
     for L in tqdm(cfg["lengths"], desc="lengths", disable=not ctx.progress, leave=False):
@@ -77,7 +80,8 @@ def _model_info(st: dict, cfg: dict) -> dict:
         raise ParameterError(f"parameter 'layer'/'head': ({cfg['layer']}, {cfg['head']}) is not allowed; "
                              f"{p.name} has layers 0..{p.layers - 1} and heads 0..{p.heads - 1}")
     return {**J.describe_model(p.name, p.model), "substitute": p.substitute, "note": p.note,
-            "corpus_fingerprint": st["fingerprint"], "stream_tokens": int(len(st["stream"]))}
+            "corpus_fingerprint": st["fingerprint"], "stream_tokens": int(len(st["stream"])),
+            "corpus_note": st["corpus_note"], "corpus_substitute": cfg["corpus"] == "stdlib"}
 
 
 def _measure(st: dict, cfg: dict, L: int) -> dict:

@@ -60,3 +60,18 @@ def test_the_real_loader_path_on_a_tiny_local_llama(tmp_path, monkeypatch):
     with pytest.raises(ParameterError, match="64"):
         EXP.run(EXP.config("ci", model="tinyllama", lengths=[128], sequences=1, corpus_chars=40_000),
                 store_root=tmp_path / "store", progress=False)
+
+
+def test_corpus_wikitext_reads_a_local_folder_or_says_where_it_goes(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_DATA", str(tmp_path / "data"))
+    with pytest.raises(ParameterError, match="parameter 'corpus'.*ATTNLAB_DATA"):
+        EXP.run(EXP.config("ci", corpus="wikitext", lengths=[8]), store_root=tmp_path, progress=False)
+    if not pretrained.minilm_available():
+        pytest.skip("the offline MiniLM weights are not installed")
+    d = tmp_path / "data" / "wikitext-103"
+    d.mkdir(parents=True)
+    (d / "wiki.train.tokens").write_text(" = Valkyria Chronicles = \n The game began in 2010 , carrying over a "
+                                         "large portion of the work done on its predecessor . \n" * 400)
+    r = EXP.run(EXP.config("ci", corpus="wikitext", lengths=[4, 16], sequences=2, corpus_chars=20_000),
+                store_root=tmp_path / "store", progress=False)
+    assert not r["model"]["corpus_substitute"] and "WikiText" in r["model"]["corpus_note"]
