@@ -9,13 +9,15 @@ the log so far).
 
 - `Deadline(minutes)`: the time limit of one run, measured from its creation (`deadline_of(ctx)`
   creates it once per run, at the first sweep that asks, so all sweeps of one chapter share it).
-  `check()` raises `Incomplete` once it has passed: a sweep calls it at every program boundary.
+  `check()` raises `Incomplete` once it has passed; `next_program()` does so at a program boundary,
+  except before the run's first program (every call makes progress).
 - `Checkpoint(path, every, deadline)`: one program's state file. `due(done)` says whether the loop
-  saves after `done` steps; `save(state)` writes atomically (temporary file, fsync, os.replace: a
+  saves after `done` steps (every `every` steps; with `every` 0, once the deadline has passed); `save(state)` writes atomically (temporary file, fsync, os.replace: a
   process killed at any moment leaves the previous checkpoint or the new one, never half of one);
   `stop_if_late(...)` raises `Incomplete` after a save past the deadline; `load()` reads it back
   (torch.load with weights_only: tensors, numbers, strings, lists and dicts only); `remove()` once
   the program's results are stored.
+- `RESUME_PARAMS`: the parameters `checkpoint_every` and `time_limit` of a chapter that trains.
 - `program_checkpoint(ctx, keys)`: the checkpoint of the program that trains the units `keys`,
   with ctx.config's `checkpoint_every` and time limit, or None when neither is set (CI scale: the
   loop then does no checkpoint work at all).
@@ -39,8 +41,18 @@ import torch
 
 from .experiment import Incomplete
 from .hashing import stable_hash
+from .params import Param
 
 CHECKPOINTS = "checkpoints"
+
+# The two knobs of a resumable chapter (operational: they never change a result, see
+# experiment.OPERATIONAL); a chapter adds them to its parameters and its presets.
+RESUME_PARAMS = (
+    Param("checkpoint_every", "int", "steps between checkpoints of a training program (0 = none)", min=0,
+          max=10_000_000),
+    Param("time_limit", "float", "minutes after which a run stops at a checkpoint or between programs (0 = no "
+          "limit; the same command resumes, exit code 75)", min=0.0, max=10_000.0),
+)
 
 
 class Deadline:
@@ -50,6 +62,8 @@ class Deadline:
     def __init__(self, minutes: float | None, start: float | None = None):
         self.minutes = float(minutes or 0)
         self.at = (time.time() if start is None else start) + 60 * self.minutes if self.minutes else None
+
+        self.programs = 0  # programs started under this limit (see `next_program`)
 
     def __bool__(self) -> bool:
         return self.at is not None
@@ -62,6 +76,14 @@ class Deadline:
         if self.passed():
             raise Incomplete(f"time limit of {self.minutes:g} minutes reached{' ' + what if what else ''}; "
                              "finished units are stored: rerun the same command to resume")
+
+
+    def next_program(self, what: str = "") -> None:
+        """Before a program: raise `Incomplete` if the limit has passed and this run has started a
+        program already (so every call makes progress, however small the limit)."""
+        if self.programs:
+            self.check(what)
+        self.programs += 1
 
 
 def deadline_of(ctx: Any) -> Deadline:
@@ -83,8 +105,12 @@ class Checkpoint:
         self.deadline = deadline if deadline is not None else Deadline(0)
 
     def due(self, done: int) -> bool:
-        """Save after `done` steps? Every `every` steps, and as soon as the deadline has passed."""
-        return (self.every > 0 and done % self.every == 0) or self.deadline.passed()
+        """Save after `done` steps? Every `every` steps; with `every` 0, as soon as the deadline has
+        passed. (So with `every` > 0 a program stops at its first checkpoint after the deadline, at
+        most `every` steps late, and a call always trains `every` steps or to the end.)"""
+        if self.every > 0:
+            return done % self.every == 0
+        return self.deadline.passed()
 
     def save(self, state: dict) -> None:
         """Write `state` atomically (temporary file in the same folder, fsync, os.replace)."""
@@ -124,11 +150,15 @@ def checkpoint_dir(ctx: Any) -> Path:
 
 
 def program_checkpoint(ctx: Any, keys: list[dict], every: int | None = None) -> Checkpoint | None:
-    """The checkpoint of the program that trains the units `keys` (named by their hash), saved every
-    `every` steps (default ctx.config's `checkpoint_every`) and at the run's deadline (`deadline_of`).
-    None when there is neither (nothing to save, no extra work in the training loop)."""
+    """Call at the start of each program: the checkpoint of the program that trains the units `keys`
+    (named by their hash), saved every `every` steps (default ctx.config's `checkpoint_every`) and at
+    the run's deadline (`deadline_of`); None when there is neither (nothing to save, no extra work
+    in the training loop). First, past the deadline, it raises `Incomplete` unless this is the run's
+    first program (`Deadline.next_program`): a sweep stops at the first program boundary or
+    checkpoint after its time limit."""
     every = (ctx.config.get("checkpoint_every") or 0) if every is None else every
     deadline = deadline_of(ctx)
+    deadline.next_program("before the next program")
     if not every and not deadline:
         return None
     return Checkpoint(checkpoint_dir(ctx) / f"{stable_hash({'program': keys})}.pt", every, deadline)

@@ -236,6 +236,16 @@ def test_a_program_stopped_at_its_time_limit_and_resumed_ends_bit_for_bit_as_an_
             assert ck.path.exists()
     assert calls > 10
     _same(resumed, whole)
+    ck = Checkpoint(tmp_path / "q.pt", every=6, deadline=late)  # with `every`: stops at each checkpoint
+    stops = []
+    while True:
+        try:
+            resumed = _program(ck)  # the plain iterator, fast-forwarded
+            break
+        except Incomplete:
+            stops.append(torch.load(ck.path, weights_only=True)["step"])
+    assert stops[:2] == [6, 12]
+    _same(resumed, whole)
 
 
 def test_a_killed_program_resumes_from_its_last_checkpoint_bit_for_bit(tmp_path):

@@ -1,7 +1,11 @@
 """The paper's training over configs, resumable: each trained model (a point) is one stored unit.
 
 `train_points` trains one-layer AoTs (Eq. 1, the authors' shared maps, or 1 head + MLP),
-`train_deep_points` L-layer ones, both as replica-batched programs through `Context.units`;
+`train_deep_points` L-layer ones, both as replica-batched programs through `Context.units`, each
+program checkpointed by core (`core.checkpoint.program_checkpoint`: every `checkpoint_every` steps
+and at the run's `time_limit`, which then raises `Incomplete`; the same command resumes it bit for
+bit, from results/<scale>/checkpoints/<result id>/, and a run past its time limit stops at the next
+program boundary);
 `sweep_dh` and `sweep_aot_mlp` are the sweeps of Exps. 2 and 5 shared by the main-text and
 appendix chapters; `train_aot_kl` fits AoTs to a conditional distribution (Propositions 1-3).
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from attnlab.core.checkpoint import program_checkpoint, RESUME_PARAMS
 from attnlab.core.experiment import Context
 from attnlab.core.fits import power_fit, presaturation
 from attnlab.core.params import Param, ParameterError, require_memory
@@ -35,7 +40,11 @@ TRAINING_PARAMS = (
     Param("lr_end", "float", "learning rate at the end", min=0.0, max=1.0),
     Param("task_seed", "int", "seed of the random look-up table (shared by all replicas)", min=0, max=2**31 - 1),
     Param("chunk", "int", "replicas per tensor program: one resumable unit of work", min=1, max=4096),
-)
+) + RESUME_PARAMS
+# The operational values of the presets: CI programs (seconds) are not checkpointed; a paper-scale
+# program saves its state every 1,024 steps, and a run stops only when told (`-p time_limit MINUTES`).
+CI_RUN = dict(checkpoint_every=0, time_limit=0.0)
+FULL_RUN = dict(checkpoint_every=1024, time_limit=0.0)
 
 
 def check_training_memory(ctx: Context, points: list[dict], n: int, layers: int = 1) -> None:
@@ -56,6 +65,15 @@ def check_training_memory(ctx: Context, points: list[dict], n: int, layers: int 
     require_memory(max(train, evaluate) + sample, f"a program of {n} replicas (H={H}, d={d}, d_h={d_h})",
                    {"N": cfg["N"], "chunk": cfg["chunk"], "batch_size": cfg["batch_size"],
                     "n_batches": cfg["n_batches"]}, device=ctx.device)
+
+
+def _batches(cfg: dict, tokens: torch.Tensor, targets: torch.Tensor):
+    """The training batches of the config as a function start -> the stream from batch `start` on
+    (`train_replicas` resumes a program with it): the whole population every step (batch_size 0),
+    or the authors' sampled epochs."""
+    if cfg["batch_size"] == 0:
+        return lambda start: full_batches(tokens, targets)
+    return lambda start: paper_batches(tokens, targets, cfg["batch_size"], cfg["n_batches"], cfg["task_seed"], start)
 
 
 def train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
@@ -94,29 +112,30 @@ def train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
     def train(group: list[int]):
         """Train the program of the points `group` (with its stored points, if any); yield the rows of `group`."""
         chunk = programs[group[0]]
+        ks = [keys[i] for i in chunk]
+        checkpoint = program_checkpoint(ctx, ks)  # past the time limit: stop here, between programs
         tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
         tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
         spe = 1 if cfg["batch_size"] == 0 else cfg["n_batches"]
-        ks = [keys[i] for i in chunk]
         model = ReplicaAoT([AoTConfig(cfg["N"], 2, k["d"], k["d_h"], k["H"], k["seed"], k.get("param", "paper"),
                                       k.get("mlp_width", 0)) for k in ks], device=ctx.device)
-        if cfg["batch_size"] == 0:
-            batches = full_batches(tokens, targets)
-        else:
-            batches = paper_batches(tokens, targets, cfg["batch_size"], cfg["n_batches"], cfg["task_seed"])
+        batches = _batches(cfg, tokens, targets)
         ends = sorted({k["lr_end"] for k in ks})
         if len(ends) == 1:
             lr = linear_lr(cfg["lr_start"], ends[0], cfg["steps"], spe)
         else:  # a replica's schedule is exactly the one it would follow alone
             schedules = [linear_lr(k["lr_start"], k["lr_end"], cfg["steps"], spe) for k in ks]
             lr = lambda step: torch.tensor([f(step) for f in schedules], dtype=torch.float64)  # noqa: E731
-        log = train_replicas(model, batches, cfg["steps"], lr, progress=ctx.progress, desc=f"{len(chunk)} replicas")
+        log = train_replicas(model, batches, cfg["steps"], lr, progress=ctx.progress, desc=f"{len(chunk)} replicas",
+                             checkpoint=checkpoint)
         with torch.no_grad():
             acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
         for r, i in enumerate(chunk):
             if i in group:
                 yield i, {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
                           "final_loss": log.final_loss[r], "steps": log.steps_trained[r]}, log.seconds / len(chunk)
+        if checkpoint is not None:  # the rows are stored: the state is no longer needed
+            checkpoint.remove()
 
     return [{**p, **row} for p, row in zip(points, ctx.units(keys, train, plan, desc))]
 
@@ -251,18 +270,16 @@ def train_deep_points(ctx: Context, points: list[dict], desc: str) -> list[dict]
     def train(group: list[int]):
         """Train the program of the points `group` (with its stored points, if any); yield the rows of `group`."""
         chunk = programs[group[0]]
+        checkpoint = program_checkpoint(ctx, [keys[i] for i in chunk])  # past the time limit: stop here
         tokens, targets = lookup_table_task(cfg["N"], 2, cfg["task_seed"])
         tokens, targets = tokens.to(ctx.device), targets.to(ctx.device)
         model = ReplicaDeep([deep_config(cfg, points[i]) for i in chunk], device=ctx.device)
         with torch.no_grad():
             acc0 = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
-        if cfg["batch_size"] == 0:
-            batches, spe = full_batches(tokens, targets), 1
-        else:
-            batches = paper_batches(tokens, targets, cfg["batch_size"], cfg["n_batches"], cfg["task_seed"])
-            spe = cfg["n_batches"]
-        log = train_replicas(model, batches, cfg["steps"], linear_lr(cfg["lr_start"], cfg["lr_end"], cfg["steps"], spe),
-                             progress=ctx.progress, desc=f"{len(chunk)} replicas")
+        spe = 1 if cfg["batch_size"] == 0 else cfg["n_batches"]
+        log = train_replicas(model, _batches(cfg, tokens, targets), cfg["steps"],
+                             linear_lr(cfg["lr_start"], cfg["lr_end"], cfg["steps"], spe),
+                             progress=ctx.progress, desc=f"{len(chunk)} replicas", checkpoint=checkpoint)
         with torch.no_grad():
             acc = (model(tokens).argmax(-1) == targets).float().mean(1).tolist()
         for r, i in enumerate(chunk):
@@ -271,5 +288,7 @@ def train_deep_points(ctx: Context, points: list[dict], desc: str) -> list[dict]
             yield i, {"accuracy": acc[r], "tail_batch_accuracy": log.tail_batch_accuracy[r],
                       "untrained_accuracy": acc0[r], "final_loss": log.final_loss[r],
                       "steps": log.steps_trained[r]}, log.seconds / len(chunk)
+        if checkpoint is not None:
+            checkpoint.remove()
 
     return [{**p, **row} for p, row in zip(points, ctx.units(keys, train, plan, desc))]

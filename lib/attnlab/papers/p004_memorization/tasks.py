@@ -32,16 +32,22 @@ def full_batches(tokens: torch.Tensor, targets: torch.Tensor) -> Iterator[tuple[
 
 
 def paper_batches(tokens: torch.Tensor, targets: torch.Tensor, batch_size: int, n_batches: int,
-                  task_seed: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+                  task_seed: int = 0, start: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """The authors' protocol: a fixed sample of batch_size * n_batches sequences drawn once with
-    replacement (uniform prior), reshuffled every epoch and cut into n_batches batches."""
+    replacement (uniform prior), reshuffled every epoch and cut into n_batches batches.
+    `start`: begin at batch `start` of that stream (the earlier epochs' shuffles are drawn, not
+    indexed: a resumed program sees the batches an uninterrupted one sees)."""
     gen = replica_generator({"task": "sample", "n": tokens.shape[0], "bs": batch_size, "nb": n_batches}, task_seed)
     sample = torch.randint(0, tokens.shape[0], (batch_size * n_batches,), generator=gen)
+    epoch, skip = divmod(start, n_batches)
+    for _ in range(epoch):
+        torch.randperm(sample.numel(), generator=gen)
     while True:
         order = sample[torch.randperm(sample.numel(), generator=gen)]
-        for i in range(n_batches):
+        for i in range(skip, n_batches):
             idx = order[i * batch_size:(i + 1) * batch_size]
             yield tokens[idx], targets[idx]
+        skip = 0
 
 
 def conditional_distribution(N: int, S: int, alpha: float, pi_seed: int, prior: str = "uniform",

@@ -15,7 +15,7 @@ from .. import bounds, paper
 from ..models import AoTConfig
 from ..paper import PROTOCOL
 from ..analysis import curve_row, full_command, values_at
-from ..sweeps import train_points, TRAINING_PARAMS, untrained_accuracy
+from ..sweeps import train_points, CI_RUN, FULL_RUN, TRAINING_PARAMS, untrained_accuracy
 
 
 FIG1A = (
@@ -143,9 +143,9 @@ EXPERIMENTS = (
             title="Accuracy against the number of heads, and the slope against d",
             params=FIG1A,
             presets={
-                "ci": dict(N=30, d_list=[4, 6, 8], H_list=[1, 3, 5, 7, 9, 11], seeds=1, steps=400, batch_size=0,
+                "ci": dict(**CI_RUN, N=30, d_list=[4, 6, 8], H_list=[1, 3, 5, 7, 9, 11], seeds=1, steps=400, batch_size=0,
                            n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
-                "full": dict(N=50, d_list=list(range(3, 14)), H_list=[1, 6, 11, 16, 21, 26, 31], **PROTOCOL, task_seed=0,
+                "full": dict(**FULL_RUN, N=50, d_list=list(range(3, 14)), H_list=[1, 6, 11, 16, 21, 26, 31], **PROTOCOL, task_seed=0,
                              chunk=77),
             },
             compute=compute_fig1a,

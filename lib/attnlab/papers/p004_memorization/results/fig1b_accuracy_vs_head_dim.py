@@ -12,7 +12,7 @@ from attnlab.core.params import Param
 
 from ..analysis import curve_row, fits, full_command, PARAM_NAMES, per_seed, seed_interval_row, values_at
 from ..paper import EXP2_ACCURACY, EXP2_DH, EXP2_FITS, PROTOCOL
-from ..sweeps import sweep_dh, TRAINING_PARAMS, VARIANTS, variants_of
+from ..sweeps import sweep_dh, CI_RUN, FULL_RUN, TRAINING_PARAMS, VARIANTS, variants_of
 
 
 FIG1B = (
@@ -111,9 +111,9 @@ EXPERIMENTS = (
             title="Accuracy against the head dimension d_h, both parametrizations",
             params=FIG1B,
             presets={
-                "ci": dict(N=30, d=8, H=10, dh_list=[1, 2, 3, 4, 6, 8], variants="both", seeds=1, steps=400,
+                "ci": dict(**CI_RUN, N=30, d=8, H=10, dh_list=[1, 2, 3, 4, 6, 8], variants="both", seeds=1, steps=400,
                            batch_size=0, n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
-                "full": dict(N=50, d=10, H=20, dh_list=list(range(1, 11)), variants="both", **PROTOCOL, task_seed=0,
+                "full": dict(**FULL_RUN, N=50, d=10, H=20, dh_list=list(range(1, 11)), variants="both", **PROTOCOL, task_seed=0,
                              chunk=50),
             },
             compute=compute_fig1b,

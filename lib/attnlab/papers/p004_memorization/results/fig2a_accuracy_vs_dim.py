@@ -13,7 +13,7 @@ from attnlab.core.params import Param, ParameterError
 from .. import bounds
 from ..analysis import curve_row, full_command, mean_accuracy, metric_of, PARAM_NAMES, per_seed, seed_interval_row, values_at
 from ..paper import EXP3_ACCURACY, EXP3_D, EXP3_SLOPES, PROTOCOL
-from ..sweeps import train_points, TRAINING_PARAMS, VARIANTS, variants_of
+from ..sweeps import train_points, CI_RUN, FULL_RUN, TRAINING_PARAMS, VARIANTS, variants_of
 
 
 FIG2A = (
@@ -113,9 +113,9 @@ EXPERIMENTS = (
             title="Accuracy against the embedding dimension d, both parametrizations",
             params=FIG2A,
             presets={
-                "ci": dict(N=30, d_list=[2, 4, 6, 8, 10, 12], d_h=6, H=10, variants="both", seeds=1, steps=400,
+                "ci": dict(**CI_RUN, N=30, d_list=[2, 4, 6, 8, 10, 12], d_h=6, H=10, variants="both", seeds=1, steps=400,
                            batch_size=0, n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
-                "full": dict(N=50, d_list=list(range(5, 16)), d_h=10, H=20, variants="both", **PROTOCOL, task_seed=0,
+                "full": dict(**FULL_RUN, N=50, d_list=list(range(5, 16)), d_h=10, H=20, variants="both", **PROTOCOL, task_seed=0,
                              chunk=55),
             },
             compute=compute_fig2a,

@@ -9,7 +9,7 @@ from attnlab.core.params import Param
 
 from ..analysis import aot_mlp_curve_rows, claims_aot_mlp, full_command
 from ..paper import EXP5_AOT, EXP5_H, EXP5_MLP, EXP5_N
-from ..sweeps import sweep_aot_mlp, TRAINING_PARAMS
+from ..sweeps import sweep_aot_mlp, CI_RUN, FULL_RUN, TRAINING_PARAMS
 
 
 FIG3 = (
@@ -43,9 +43,9 @@ EXPERIMENTS = (
             title="AoT against a 1-head + MLP Transformer at equal parameter count",
             params=FIG3,
             presets={
-                "ci": dict(N=30, d_list=[8], H_list=[1, 4, 7, 10, 13], mlp_lr_end=1e-4, seeds=1, steps=400,
+                "ci": dict(**CI_RUN, N=30, d_list=[8], H_list=[1, 4, 7, 10, 13], mlp_lr_end=1e-4, seeds=1, steps=400,
                            batch_size=0, n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
-                "full": dict(N=70, d_list=[7, 10, 13], H_list=EXP5_H, mlp_lr_end=1e-4, seeds=5, steps=16384,
+                "full": dict(**FULL_RUN, N=70, d_list=[7, 10, 13], H_list=EXP5_H, mlp_lr_end=1e-4, seeds=5, steps=16384,
                              batch_size=1024, n_batches=256, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=35),
             },
             compute=compute_fig3,

@@ -16,7 +16,7 @@ from attnlab.core.params import Param, ParameterError
 from .. import bounds
 from ..paper import EXP6_ACCURACY, EXP6_H, EXP6_SLOPE_RATIO_TEXT, PROTOCOL
 from ..analysis import curve_row, full_command, values_at
-from ..sweeps import train_points, TRAINING_PARAMS
+from ..sweeps import train_points, CI_RUN, FULL_RUN, TRAINING_PARAMS
 
 
 FIG4 = (
@@ -117,9 +117,9 @@ EXPERIMENTS = (
             title="Small dimension (N = 10, d = 2): accuracy against H next to Corollary 2",
             params=FIG4,
             presets={
-                "ci": dict(N=10, d=2, d_h_list=[2, 5], H_list=[1, 5, 9, 13, 17, 21], seeds=5, steps=600, batch_size=0,
+                "ci": dict(**CI_RUN, N=10, d=2, d_h_list=[2, 5], H_list=[1, 5, 9, 13, 17, 21], seeds=5, steps=600, batch_size=0,
                            n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
-                "full": dict(N=10, d=2, d_h_list=[2, 5], H_list=[1, 5, 9, 13, 17, 21], **{**PROTOCOL, "seeds": 20},
+                "full": dict(**FULL_RUN, N=10, d=2, d_h_list=[2, 5], H_list=[1, 5, 9, 13, 17, 21], **{**PROTOCOL, "seeds": 20},
                              task_seed=0, chunk=240)  # 20 repetitions (App. B),
             },
             compute=compute_fig4,

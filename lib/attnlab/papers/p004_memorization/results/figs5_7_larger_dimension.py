@@ -12,7 +12,7 @@ from attnlab.core.params import Param
 from ..analysis import aot_mlp_curve_rows, claims_aot_mlp, curve_row, full_command, PARAM_NAMES, values_at
 from ..models import fig7_parameter_axis
 from ..paper import B1_AOT, B1_AOT_SLOPE, B1_DH, B1_DH_ACCURACY, B1_DH_SSE, B1_H, B1_MLP, B1_N
-from ..sweeps import sweep_aot_mlp, sweep_dh, TRAINING_PARAMS, VARIANTS, variants_of
+from ..sweeps import sweep_aot_mlp, sweep_dh, CI_RUN, FULL_RUN, TRAINING_PARAMS, VARIANTS, variants_of
 
 
 FIGS5_7 = (
@@ -80,10 +80,10 @@ EXPERIMENTS = (
             title="Exps. 1, 2 and 5 at larger vocabulary and embedding dimension",
             params=FIGS5_7,
             presets={
-                "ci": dict(N=60, d_list=[12, 16], H_list=[1, 3, 5, 7], mlp_lr_end=1e-4, dh_d=16, dh_H=5,
+                "ci": dict(**CI_RUN, N=60, d_list=[12, 16], H_list=[1, 3, 5, 7], mlp_lr_end=1e-4, dh_d=16, dh_H=5,
                            dh_list=[1, 4, 8, 12, 16], variants="repo", seeds=1, steps=400, batch_size=512,
                            n_batches=8, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
-                "full": dict(N=200, d_list=[40, 50, 60], H_list=B1_H, mlp_lr_end=1e-4, dh_d=50, dh_H=11,
+                "full": dict(**FULL_RUN, N=200, d_list=[40, 50, 60], H_list=B1_H, mlp_lr_end=1e-4, dh_d=50, dh_H=11,
                              dh_list=B1_DH, variants="both", seeds=5, steps=4096, batch_size=1024, n_batches=64,
                              lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=30),
             },

@@ -14,7 +14,7 @@ from .. import bounds
 from ..analysis import curve_row, full_command, values_at
 from ..models_deep import DeepConfig
 from ..paper import FIG10_MLP_ACCURACY, FIG8_ACCURACY, FIG8_H, FIG9_ACCURACY, FIG9_D, FIG9_DH, FIG9_H, FIG9_SSE, PAPER_LAYERS_CODE
-from ..sweeps import mlp_width, train_deep_points, TRAINING_PARAMS
+from ..sweeps import mlp_width, train_deep_points, CI_RUN, FULL_RUN, TRAINING_PARAMS
 
 
 DEPTH = (
@@ -197,10 +197,10 @@ EXPERIMENTS = (
             title="Deeper Transformers: accuracy against H, against d_h, and against 1 head + MLP",
             params=DEPTH,
             presets={
-                "ci": dict(N=30, layers=3, d_list=[6], H_list=[1, 3, 5, 7], fig9_d=6, fig9_H=7,
+                "ci": dict(**CI_RUN, N=30, layers=3, d_list=[6], H_list=[1, 3, 5, 7], fig9_d=6, fig9_H=7,
                            dh_list=[1, 2, 3, 4, 5, 6], seeds=1, steps=300, batch_size=0, n_batches=1,
                            lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
-                "full": dict(N=70, layers=PAPER_LAYERS_CODE, d_list=[7, 10, 13], H_list=FIG8_H, fig9_d=FIG9_D,
+                "full": dict(**FULL_RUN, N=70, layers=PAPER_LAYERS_CODE, d_list=[7, 10, 13], H_list=FIG8_H, fig9_d=FIG9_D,
                              fig9_H=FIG9_H, dh_list=FIG9_DH, seeds=5, steps=8192, batch_size=512, n_batches=128,
                              lr_start=2.5e-3, lr_end=2.5e-3, task_seed=0, chunk=64),
             },
