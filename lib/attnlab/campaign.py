@@ -56,6 +56,7 @@ STEP_KEYS = ("steps", "iterations", "aot_steps", "max_iter")
 CHUNK_KEYS = ("chunk", "max_replicas")
 TEST_AXES = ("c_list", "syn_lengths", "ells", "circle_N", "compare_heads", "test_lengths")  # evaluated, not trained
 BATCH_KEYS = ("batch_size", "batch", "n_test", "contexts")
+GPU_CHUNKS = (4096, 1024, 256, 64, None)  # replicas per program tried on a GPU, largest first (None: the preset's)
 BENCH_S = 90  # the GPU throughput record's share of a window (one repeat, 32 plain models timed)
 
 
@@ -308,7 +309,12 @@ def run(device: str, budget_min: float, *, dry_run: bool = False, only: list[str
             argv += ["-p", "time_limit", f"{max(limit - 10, 5) / 60:.2f}"]
         out(f"run  {r['id']} ({left() / 60:.1f} min left, estimated {r[cost] / 60:.1f} min)")
         t0 = time.monotonic()
-        rc = _child(argv, limit)
+        # on a GPU a step costs about the same whatever the replica count: as few programs as memory allows
+        # (the chunk is not part of any store key; a chunk the memory estimate refuses exits 2 at once)
+        for chunk in (GPU_CHUNKS if device == "cuda" and "chunk" in registry()[r["id"]].names else (None,)):
+            rc = _child(argv + (["-p", "chunk", str(chunk)] if chunk else []), max(left() - 20, 10))
+            if rc != 2:
+                break
         wall = time.monotonic() - t0
         _log({**_device_line(device), "run": r["id"], "scale": scale, "rc": rc, "wall_s": round(wall, 1),
               "steps": r["steps"], "steps_per_s": round(r["steps"] / wall, 2) if rc == 0 else None,
