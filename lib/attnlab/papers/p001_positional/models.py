@@ -360,7 +360,7 @@ def to_reference(model: Transformer, r: int):
 
     if model.kind != "positional":
         raise ValueError("only positional models have input-free attention to export")
-    st = {k: v.double().numpy() for k, v in model.replica_state(r).items()}
+    st = {k: v.detach().cpu().double().numpy() for k, v in model.replica_state(r).items()}
     c = model.configs[r]
     for l in range(c.depth):
         if any(np.abs(st[f"{nm}{l}"]).max() > 0 for nm in ("q_b", "k_b", "v_b", "o_b")):
@@ -371,4 +371,4 @@ def to_reference(model: Transformer, r: int):
         W1 = np.concatenate([st[f"m1a_W{l}"], st[f"m1h_W{l}"]], axis=0)
         layers.append(Layer(st[f"q_W{l}"] / math.sqrt(c.d_k), st[f"k_W{l}"], st[f"v_W{l}"], W_O,
                             ((W1, st[f"m1_b{l}"]), (st[f"m2_W{l}"], st[f"m2_b{l}"]))))
-    return (model.P[r] if model.mixed else model.P).double().numpy(), layers, (st["enc_W"], st["enc_b"]), (st["dec_W"], st["dec_b"])
+    return (model.P[r] if model.mixed else model.P).detach().cpu().double().numpy(), layers, (st["enc_W"], st["enc_b"]), (st["dec_W"], st["dec_b"])
