@@ -519,7 +519,7 @@ def toc_yaml() -> str:
 def write_generated_pages() -> None:
     """Write _toc.yml, book/scorecard.md, the tables of the intro and of the paper overview pages, and the
     generated tables of book/costs.md (`cost_table`) and book/performance.md (`bench.performance_tables`),
-    and the campaign plan (results/campaign.toml, `campaign.write_plan`)."""
+    the campaign plan (results/campaign.toml, `campaign.write_plan`) and the errata pages (`errata`)."""
     (REPO_ROOT / "_toc.yml").write_text(toc_yaml())
     (BOOK / "scorecard.md").write_text(scorecard_markdown())
     _replace_between(BOOK / "intro.md", "papers", papers_table())
@@ -532,6 +532,9 @@ def write_generated_pages() -> None:
     from .campaign import write_plan
 
     write_plan()  # results/campaign.toml: what each chapter's paper-scale run unlocks and costs
+    from .errata import write_errata_pages
+
+    write_errata_pages()  # book/<paper>/errata.md from the papers' errata sources and the executed chapters
 
 
 def toc_files() -> list[str]:
