@@ -33,3 +33,39 @@ def test_bad_parameters_name_themselves():
 def test_the_full_preset_is_valid():
     cfg = ex.EXPERIMENTS[0].config("full")
     assert cfg["epochs"] == 2000 and cfg["seeds"] == 10 and cfg["steps"] is None
+
+
+def _synthetic(std_c10: list[float], std_c1: list[float] | None = None) -> dict:
+    """A result of three seeds on cumsum without training: positional MSE 0.01·c², standard as given."""
+    cs = [1.0, 2.0, 5.0, 10.0]
+    pos = [[0.01 * c * c for c in cs] for _ in std_c10]
+    std_c1 = std_c1 or [0.01] * len(std_c10)
+    std = [[a, a * 40, a * 400, b] for a, b in zip(std_c1, std_c10)]
+    cfg = ex.EXPERIMENTS[0].config("ci", tasks="cumsum", seeds=len(std_c10))
+    return {"config": cfg, "tasks": ["cumsum"], "test": {"standard": {"cumsum": std}, "positional": {"cumsum": pos}},
+            "train": {"standard": {"cumsum": [0.01] * 3}, "positional": {"cumsum": [0.01] * 3}}}
+
+
+def test_every_trained_row_is_judged_over_the_seeds():
+    rows = {r.key: r for r in ex.claims(_synthetic([60.0, 100.0, 150.0])).rows}
+    assert rows["16"].verdict == "reproduced" and rows["16"].ours == "100 (60–150, 3 seeds)"
+    assert rows["16"].paper == "1485" and rows["16"].tolerance.endswith("in each of 3 seeds")
+    assert all(rows[k].ours.endswith("3 seeds)") for k in ("16", "16b", "17a", "17b"))
+    # one seed below the threshold: not reproduced, not failed (the chapter's seed cannot be picked)
+    one_bad = {r.key: r for r in ex.claims(_synthetic([60.0, 100.0, 3.0])).rows}
+    assert one_bad["16"].verdict == "inconclusive" and "holds in 2, fails in 1" in one_bad["16"].tolerance
+    assert not one_bad["16"].asserted
+    # every seed below it: fails, and the asserted row raises
+    table = ex.claims(_synthetic([2.0, 3.0, 3.0]))
+    assert {r.key: r for r in table.rows}["16"].verdict == "fails"
+    with pytest.raises(AssertionError, match="claim 16"):
+        table.check()
+    # in distribution: one seed 12x apart of the positional model fails that seed only
+    id_row = {r.key: r for r in ex.claims(_synthetic([60.0, 100.0, 150.0], [0.01, 0.02, 0.12])).rows}["16b"]
+    assert id_row.verdict == "inconclusive" and id_row.ours == "2 (1–12, 3 seeds)"
+
+
+def test_the_gap_summary_prints_ours_next_to_the_papers_released_medians():
+    text = ex.gap_summary(_synthetic([60.0, 100.0, 150.0]))
+    line = [l for l in text.splitlines() if l.startswith("cumsum")][0]
+    assert "100×" in line and "1,485×" in line and "14.8×" in line and "100 (60–150, 3 seeds)" in line
