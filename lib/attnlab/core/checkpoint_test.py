@@ -59,11 +59,18 @@ def test_past_the_deadline_a_run_stops_before_its_second_program_not_its_first()
 
 # ------------------------------------------------------------------ the drill every paper's sweeps pass
 
+def _untimed(x):
+    """`x` without its "seconds" entries (a unit's wall time, which no two runs share)."""
+    if isinstance(x, dict):
+        return {k: _untimed(v) for k, v in x.items() if k != "seconds"}
+    return [_untimed(v) for v in x] if isinstance(x, list) else x
+
+
 def _stored(folder) -> dict:
-    """{entry file: its result} of one result folder of a store."""
+    """{entry file: its result, untimed} of one result folder of a store."""
     import json
 
-    return {p.name: json.loads(p.read_text())["result"] for p in sorted(folder.glob("[0-9a-f]*.json"))}
+    return {p.name: _untimed(json.loads(p.read_text())["result"]) for p in sorted(folder.glob("[0-9a-f]*.json"))}
 
 
 def _checkpoint_steps(folder) -> list[int]:
@@ -85,7 +92,8 @@ def stop_kill_resume(result_id: str, overrides: dict, tmp_path, kill_at: int) ->
     `-p time_limit 1e-9`: it must exit with 75, leaving a checkpoint; (2) again without a limit, killed
     with SIGKILL as soon as a checkpoint of step >= `kill_at` is written; (3) again: it must finish
     and leave no checkpoint. Returns the units it stored and those of an uninterrupted run of the
-    same config without checkpoints (in this process), for the caller to compare."""
+    same config without checkpoints (in this process), without their "seconds", for the caller to
+    compare."""
     import os
     import signal
     import subprocess

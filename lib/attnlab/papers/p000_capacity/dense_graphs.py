@@ -136,11 +136,11 @@ def micro_f1(margin_fn, Xc: torch.Tensor, y: torch.Tensor, chunk: int = 250) -> 
 
 def train_runs(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: float = 0.5, alpha: float = 10.0,
                check_every: int = 500, patience: int = 5, stop_f1: float = 0.995, n_val: int = 500,
-               n_test: int = 2000, device: str = "cpu", progress=None) -> list[dict]:
+               n_test: int = 2000, device: str = "cpu", progress=None, checkpoint=None) -> list[dict]:
     """Train one replica per run (a dict with m, d, r, h, D_K, seed) in ONE tensor program, each
     on the data of its (m, d, r, seed) (embeddings zero-padded to the largest d), initial W_Q, W_K
     of `models.init_weights`. Per replica: test micro-F1, learned tau, steps trained, whether the
-    early-stopping rule fired."""
+    early-stopping rule fired. `checkpoint`: resume from and save to it (`variant_training.fit`)."""
     dev = torch.device(device)
     D = max(q["d"] for q in runs)
     cache: dict[tuple, dict] = {}
@@ -167,7 +167,7 @@ def train_runs(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: f
     Xtr_g, ytr_g, Xva_g, yva_g = Xtr[order], ytr[order], Xva[order], yva[order]  # group order, for training
     log = fit(model.param_groups, lambda s: balanced_loss(model.grouped(Xtr_g[:, s:s + 1]), ytr_g[:, s:s + 1], alpha),
               steps, lr, validate=lambda: micro_f1(model.grouped, Xva_g, yva_g), rule=Threshold(stop_f1, patience),
-              check_every=check_every, progress=progress)
+              check_every=check_every, progress=progress, checkpoint=checkpoint)
     f1 = micro_f1(model, *stacked("test"))
     back = model.back.tolist()
     tau = model.tau().detach()

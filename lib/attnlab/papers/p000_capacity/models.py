@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
+from attnlab.core.checkpoint import Checkpoint
 from attnlab.core.replica import ReplicaModule, replica_generator
 from attnlab.core.train import MaskedAdam
 
@@ -245,6 +246,32 @@ def micro_f1(model: MaxOverHeadsQK, Xc: torch.Tensor, y: torch.Tensor, chunk: in
     return torch.where(tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), torch.ones_like(tp))
 
 
+def _restore(checkpoint: Checkpoint | None, params: list, opts: list, tensors: dict, progress) -> tuple[int, float]:
+    """Load a saved training state, if any, into `params`, `opts` and the (in-place updated) `tensors`
+    (active mask, counters); advance the progress bar. Returns (the step reached, the seconds spent)."""
+    state = checkpoint.load(params[0].device) if checkpoint is not None else None
+    if state is None:
+        return 0, 0.0
+    with torch.no_grad():
+        for p, v in zip(params, state["params"], strict=True):
+            p.copy_(v)
+    for opt, s in zip(opts, state["opts"], strict=True):
+        opt.load_state_dict(s)
+    for name, t in tensors.items():
+        t.copy_(state[name])
+    if progress is not None:
+        progress.update(state["step"])
+    return state["step"], state["seconds"]
+
+
+def _save(checkpoint: Checkpoint, done: int, steps: int, seconds: float, params: list, opts: list,
+          tensors: dict) -> None:
+    """Save the training state after `done` steps; past the deadline, raise `Incomplete`."""
+    checkpoint.save({"params": params, "opts": [o.state_dict() for o in opts], **tensors, "step": done,
+                     "seconds": seconds})
+    checkpoint.stop_if_late(done, steps, f"a program of {params[0].shape[0]} replicas")
+
+
 def init_weights(d: int, h: int, D_K: int, m: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """W_Q, W_K ~ N(0, std = 1/sqrt(d)) (App. A.1, read as a standard deviation), seeded by
     (the replica's config, seed) only."""
@@ -267,9 +294,10 @@ def seed_data(m: int, d: int, seed: int, ell: int, rho: float, n_train: int, n_v
 def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps: int, lr: float, ell: int = 16,
                rho: float = 0.5, alpha: float = 10.0, check_every: int = 500, patience: int = 5,
                stop_f1: float = 0.995, n_val: int = 500, n_test: int = 2000, device: str = "cpu",
-               progress=None) -> list[dict]:
+               progress=None, checkpoint: Checkpoint | None = None) -> list[dict]:
     """Train one replica per (h, D_K) in `specs` on the data of `seed`; returns per replica the test
-    micro-F1, the learned tau, the steps trained and whether the early-stopping rule fired."""
+    micro-F1, the learned tau, the steps trained and whether the early-stopping rule fired.
+    `checkpoint`: resume from and save to it (`_restore`, `_save`; step s reads context s only)."""
     data = seed_data(m, d, seed, ell, rho, steps, n_val, n_test)
     dev = torch.device(device)
     X = torch.tensor(data["X"], dtype=torch.float32, device=dev)
@@ -290,8 +318,9 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
     Xtr, ytr = emb(data["train"]), labels(data["train"])
     Xval, yval = emb(data["val"]), labels(data["val"])
     lr_vec = torch.full((R,), lr, device=dev)
+    first, before = _restore(checkpoint, params, [opt], dict(active=active, passes=passes, trained=trained), progress)
     start = time.perf_counter()
-    for step in range(steps):
+    for step in range(first, steps):
         loss = model.loss(Xtr[step:step + 1], ytr[step:step + 1], alpha)
         for p in params:
             p.grad = None
@@ -306,8 +335,11 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
                 break
         if progress is not None:
             progress.update(1)
+        if checkpoint is not None and step + 1 < steps and checkpoint.due(step + 1):
+            _save(checkpoint, step + 1, steps, before + time.perf_counter() - start, params, [opt],
+                  dict(active=active, passes=passes, trained=trained))
     f1_test = micro_f1(model, emb(data["test"]), labels(data["test"]))
-    seconds = time.perf_counter() - start
+    seconds = before + time.perf_counter() - start
     return [{"h": h, "D_K": D_K, "seed": seed, "f1": float(f1_test[r]), "tau": float(model.tau[r, 0].detach()),
              "steps": int(trained[r]), "stopped": bool(not active[r]), "seconds": seconds / R}
             for r, (h, D_K) in enumerate(specs)]
@@ -351,14 +383,17 @@ class HeadPaddedQK(ReplicaModule):
 
 def train_grid(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: float = 0.5, alpha: float = 10.0,
                check_every: int = 500, patience: int = 5, stop_f1: float = 0.995, n_val: int = 500,
-               n_test: int = 2000, device: str = "cpu", progress=None, chunk: int = 100) -> list[dict]:
+               n_test: int = 2000, device: str = "cpu", progress=None, chunk: int = 100,
+               checkpoint: Checkpoint | None = None) -> list[dict]:
     """`train_seed` for replicas of different (m, d, seed) in ONE tensor program. `runs`: one dict per
     replica with keys m, d, h, D_K, seed and optionally `steps` (its own cutoff, Table 2; at most
     `steps`). Each (m, d, seed) draws its data exactly as `train_seed` does (`seed_data`, with
     n_train = `steps`), embeddings zero-padded to the largest d, so a replica's function, loss and
     gradients are its own: the same replica trained alone (here or by `train_seed`) follows the same
     trajectory up to float summation order. A replica freezes when the early-stopping rule fires or
-    its own step cutoff is reached; the program ends when every replica is frozen."""
+    its own step cutoff is reached; the program ends when every replica is frozen. `checkpoint`: resume
+    from and save to it (step s reads context s only, so the resumed program ends bit for bit as an
+    uninterrupted one)."""
     dev = torch.device(device)
     sets = sorted({(r["m"], r["d"], r["seed"]) for r in runs})
     D = max(r["d"] for r in runs)
@@ -414,8 +449,11 @@ def train_grid(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: f
         tp, fp, fn = (v.double() for v in (tp, fp, fn))
         return torch.where(tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), torch.ones_like(tp))
 
+    params = [p for mm in models for p in (mm.W_Q, mm.W_K, mm.tau)]
+    first, before = _restore(checkpoint, params, opts, dict(active=active, passes=passes, trained=trained,
+                                                            stopped=stopped), progress)
     start = time.perf_counter()
-    for step in range(steps):
+    for step in range(first, steps):
         if not active.any():
             break
         Xc, yy = emb("train", step, step + 1)
@@ -438,9 +476,12 @@ def train_grid(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: f
         active &= trained < cutoff
         if progress is not None:
             progress.update(1)
+        if checkpoint is not None and step + 1 < steps and checkpoint.due(step + 1):
+            _save(checkpoint, step + 1, steps, before + time.perf_counter() - start, params, opts,
+                  dict(active=active, passes=passes, trained=trained, stopped=stopped))  # `passes` is rebound
     f1_test = f1("test")
     taus = torch.cat([mm.tau[:, 0].detach() for mm in models])[back]
-    seconds = time.perf_counter() - start
+    seconds = before + time.perf_counter() - start
     return [{**{k: r[k] for k in ("m", "d", "h", "D_K", "seed")}, "f1": float(f1_test[i]),
              "tau": float(taus[i]), "steps": int(trained[i]), "stopped": bool(stopped[i]),
              "seconds": seconds / R} for i, r in enumerate(runs)]

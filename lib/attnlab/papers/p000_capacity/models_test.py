@@ -262,3 +262,41 @@ def test_fused_loss_refuses_a_second_order_backward():
         pass
     else:
         raise AssertionError("a second backward through the fused loss ran")
+
+
+def _until_done(train, checkpoint):
+    """Call `train(checkpoint)` until it no longer stops at the checkpoint's deadline; the calls it took."""
+    from attnlab.core.experiment import Incomplete
+
+    for calls in range(1, 1000):
+        try:
+            return train(checkpoint), calls
+        except Incomplete:
+            assert checkpoint.path.exists()
+
+
+def _same_rows(a, b):
+    drop = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
+    assert drop(a) == drop(b)
+
+
+def test_train_grid_and_train_seed_stopped_at_a_deadline_resume_bit_for_bit(tmp_path):
+    """Stopped every few steps (a long-passed deadline, checkpoint_every 7), with freezing, cutoffs and
+    validation checks in between, a program ends exactly as the uninterrupted one."""
+    from attnlab.core.checkpoint import Checkpoint, Deadline
+
+    late = Deadline(1.0, start=0.0)
+    kw = dict(steps=40, lr=3e-3, check_every=5, patience=2, n_val=10, n_test=10)
+    runs = [{"m": 16, "d": 8, "h": 2, "D_K": 8, "seed": 1, "steps": 25}, {"m": 16, "d": 8, "h": 1, "D_K": 8, "seed": 1},
+            {"m": 20, "d": 4, "h": 2, "D_K": 4, "seed": 2}]
+    whole = M.train_grid(runs, stop_f1=0.3, **kw)
+    resumed, calls = _until_done(lambda ck: M.train_grid(runs, stop_f1=0.3, checkpoint=ck, **kw),
+                                 Checkpoint(tmp_path / "grid.pt", every=7, deadline=late))
+    assert calls >= 3
+    _same_rows(resumed, whole)
+    specs = [(1, 4), (2, 8)]
+    whole = M.train_seed(16, 8, specs, 0, **kw)
+    resumed, calls = _until_done(lambda ck: M.train_seed(16, 8, specs, 0, checkpoint=ck, **kw),
+                                 Checkpoint(tmp_path / "seed.pt", every=0, deadline=late))
+    assert calls == 40
+    _same_rows(resumed, whole)

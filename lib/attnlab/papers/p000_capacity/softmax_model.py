@@ -63,12 +63,12 @@ class SoftmaxSumQK(ReplicaModule):
 def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps: int, lr: float, ell: int = 16,
                rho: float = 0.5, alpha: float = 10.0, tau0: float = 0.5, check_every: int = 500, patience: int = 5,
                stop_f1: float = 0.995, n_val: int = 500, n_test: int = 2000, device: str = "cpu",
-               progress=None, kind: str = "softmax") -> list[dict]:
+               progress=None, kind: str = "softmax", checkpoint=None) -> list[dict]:
     """The protocol of `models.train_seed` (same data of `seed`, same initial W_Q, W_K per (h, D_K),
     same loss, early-stopping rule and metric) on the softmax-sum model (`kind="softmax"`, tau
     starting at tau0) or, through the same loop, on the max-over-heads model (`kind="max"`, tau
     starting at 0 as in App. A.1); per replica: test micro-F1, learned tau, steps trained,
-    whether it stopped early."""
+    whether it stopped early. `checkpoint`: resume from and save to it (`variant_training.fit`)."""
     data = models.seed_data(m, d, seed, ell, rho, steps, n_val, n_test)
     dev = torch.device(device)
     X = torch.tensor(data["X"], dtype=torch.float32, device=dev)
@@ -96,7 +96,7 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
             return models.rgr_loss(model(Xtr[s:s + 1]), ytr[s:s + 1], alpha)
     log = fit([model.W_Q, model.W_K, model.tau], loss_at, steps, lr,
               validate=lambda: models.micro_f1(model, Xval, yval), rule=Threshold(stop_f1, patience),
-              check_every=check_every, progress=progress)
+              check_every=check_every, progress=progress, checkpoint=checkpoint)
     f1 = models.micro_f1(model, emb(data["test"]), labels(data["test"]))
     R = len(specs)
     return [{"h": h, "D_K": D_K, "seed": seed, "f1": float(f1[r]), "tau": float(model.tau[r, 0].detach()),

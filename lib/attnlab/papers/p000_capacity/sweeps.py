@@ -5,30 +5,50 @@ A unit is one trained replica, keyed by its full configuration and protocol, so 
 larger grid that contains it) reuses it. The plan packs the missing units into programs of at
 most `max_replicas` replicas, cell by cell (one (m, d) cell's runs share their data), so a long
 paper-scale sweep is a sequence of resumable chunks.
+
+Every trained chapter's programs checkpoint through core (`core.checkpoint.program_checkpoint`):
+with `checkpoint_every` (RESUME_PARAMS) a program saves its state every that many steps, and with
+`time_limit` minutes a run stops at the first checkpoint after the limit, or between programs, with
+`Incomplete` (exit 75); the same command resumes bit for bit, from
+results/<scale>/checkpoints/<result id>/. `CI_RUN` and `FULL_RUN`: the presets' values.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 
+from attnlab.core.checkpoint import program_checkpoint, RESUME_PARAMS  # noqa: F401 (the chapters' parameters)
 from attnlab.core.experiment import Context
 from attnlab.core.progress import tqdm
 
 from . import analysis, models, paper
 
+CI_RUN = dict(checkpoint_every=0, time_limit=0.0)  # CI programs (seconds) are not checkpointed
+FULL_RUN = dict(checkpoint_every=5000, time_limit=0.0)  # a run stops only when told: -p time_limit MINUTES
+
 
 def grouped_programs(ctx: Context, keys: list[dict], steps: int, run, group=lambda key: key["seed"]):
     """`Context.units`' compute for the trained chapters: the missing units grouped (by default by seed,
     whose data they share), one tensor program per group. run(group, its keys, progress bar) returns one
-    row per key (with its "seconds"); one progress bar counts groups × steps."""
+    row per key (with its "seconds"); one progress bar counts groups × steps. A `run` that takes a
+    `checkpoint` keyword gets its program's (`program_checkpoint`: None without checkpoint_every and
+    time_limit); past the time limit the sweep stops between programs in any case."""
+    checkpointed = "checkpoint" in inspect.signature(run).parameters
+
     def compute(missing):
         groups: dict = {}
         for i in missing:
             groups.setdefault(group(keys[i]), []).append(i)
         bar = tqdm(total=len(groups) * steps, desc="training", disable=not ctx.progress, mininterval=2.0)
         for g, idx in groups.items():
-            for i, row in zip(idx, run(g, [keys[i] for i in idx], bar)):
+            ks = [keys[i] for i in idx]
+            checkpoint = program_checkpoint(ctx, ks)
+            rows = run(g, ks, bar, checkpoint=checkpoint) if checkpointed else run(g, ks, bar)
+            for i, row in zip(idx, rows):
                 yield i, row, row["seconds"]
+            if checkpoint is not None:  # the rows are stored
+                checkpoint.remove()
         bar.close()
     return compute
 
@@ -77,16 +97,19 @@ def plan(keys: list[dict], max_replicas: int):
 def run(ctx: Context, keys: list[dict], max_replicas: int = 512) -> list[dict]:
     """Train (or load) every key; one `models.train_grid` program per planned group."""
     def train(group: list[int]):
+        checkpoint = program_checkpoint(ctx, [keys[i] for i in group])
         runs = [dict(keys[i]) for i in group]
         cap = max(r["steps"] for r in runs)
         bar = tqdm(total=cap, desc=f"training {len(runs)} replicas", disable=not ctx.progress, mininterval=5.0)
         out = models.train_grid(runs, steps=cap, lr=runs[0]["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO,
                                 alpha=paper.ALPHA, check_every=paper.CHECK_EVERY, patience=paper.PATIENCE,
                                 stop_f1=paper.STOP_F1, n_val=runs[0]["n_val"], n_test=runs[0]["n_test"],
-                                device=str(ctx.device), progress=bar)
+                                device=str(ctx.device), progress=bar, checkpoint=checkpoint)
         bar.close()
         for i, row in zip(group, out):
             yield i, row, row["seconds"]
+        if checkpoint is not None:
+            checkpoint.remove()
 
     lrs = {(k["lr"], k["n_val"], k["n_test"]) for k in keys}
     if len(lrs) > 1:

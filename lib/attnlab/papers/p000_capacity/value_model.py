@@ -79,13 +79,14 @@ def mse(pred: torch.Tensor, target: torch.Tensor, valid: torch.Tensor) -> torch.
 
 def train_runs(runs: list[dict], *, steps: int, lr: float, d_msg: int = 16, ell: int = 16, rho: float = 0.5,
                check_every: int = 500, patience: int = 5, n_val: int = 500, n_test: int = 2000, device: str = "cpu",
-               progress=None, chunk: int = 250) -> list[dict]:
+               progress=None, chunk: int = 250, checkpoint=None) -> list[dict]:
     """Train one replica per run (a dict with m, d, h, D_K, seed) in ONE tensor program: each
     (m, d, seed) has its own data (the embeddings, permutation and contexts of `models.seed_data`,
     its W_V), embeddings zero-padded to the largest d; initial W_Q, W_K of `models.init_weights`.
     MSE of Eq. (4), one context per step, Adam; validation MSE every `check_every` steps, a replica
     frozen after `patience` checks without improvement. Per replica: test MSE (zero predictor:
-    about 1), steps trained, whether it stopped early."""
+    about 1), steps trained, whether it stopped early. `checkpoint`: resume from and save to it
+    (`variant_training.fit`)."""
     dev = torch.device(device)
     D = max(r["d"] for r in runs)
     cache: dict[tuple, dict] = {}
@@ -126,7 +127,7 @@ def train_runs(runs: list[dict], *, steps: int, lr: float, d_msg: int = 16, ell:
     log = fit([model.W_Q, model.W_K],
               lambda s: mse(model(tr[0][:, s:s + 1], tr[1][:, s:s + 1]), tr[2][:, s:s + 1], tr[3][:, s:s + 1]),
               steps, lr, validate=lambda: evaluate(va), rule=Plateau(patience), check_every=check_every,
-              progress=progress)
+              progress=progress, checkpoint=checkpoint)
     test = evaluate(stacked("test"))
     return [{**{k: r[k] for k in ("m", "d", "h", "D_K", "seed")}, "mse": float(test[i]), "steps": log.steps[i],
              "stopped": log.stopped[i], "seconds": log.seconds / len(runs)} for i, r in enumerate(runs)]

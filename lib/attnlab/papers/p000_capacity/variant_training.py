@@ -18,6 +18,7 @@ from typing import Callable
 
 import torch
 
+from attnlab.core.checkpoint import Checkpoint
 from attnlab.core.train import MaskedAdam
 
 
@@ -65,12 +66,16 @@ class FitLog:
 
 def fit(params, loss_at: Callable[[int], torch.Tensor], steps: int, lr: float, *,
         validate: Callable[[], torch.Tensor] | None = None, rule=None, check_every: int = 500,
-        weight_decay: float = 0.0, progress=None) -> FitLog:
+        weight_decay: float = 0.0, progress=None, checkpoint: Checkpoint | None = None) -> FitLog:
     """Minimise `loss_at(step)` ([R], one loss per replica; their sum is backpropagated, so each
     replica gets exactly its own gradient) with Adam(W) at learning rate `lr` for `steps` steps.
     Every `check_every` steps `validate()` ([R] scores) feeds `rule`, which freezes replicas.
     `params`: a list of parameters with a leading replica axis R, or a list of such lists (groups
-    of R_1, R_2, ... replicas, one optimiser each; losses and scores concatenated in group order)."""
+    of R_1, R_2, ... replicas, one optimiser each; losses and scores concatenated in group order).
+    With `checkpoint` (`core.checkpoint.Checkpoint`) a saved state (parameters, Adam states, active
+    mask, steps trained, the rule's state, the step) is loaded first and saved as the checkpoint
+    says (raising `Incomplete` at its deadline): the data of a step is `loss_at(step)`'s, so the
+    resumed fit ends bit for bit as an uninterrupted one."""
     groups = params if isinstance(params[0], (list, tuple)) else [params]
     sizes = [g[0].shape[0] for g in groups]
     R = sum(sizes)
@@ -84,8 +89,24 @@ def fit(params, loss_at: Callable[[int], torch.Tensor], steps: int, lr: float, *
         rule.start(R, dev)
     lr_vec = torch.full((R,), lr, dtype=dtype, device=dev)
     loss = torch.zeros(R, device=dev)
+    flat = [p for g in groups for p in g]
+    first, before = 0, 0.0
+    state = checkpoint.load(dev) if checkpoint is not None else None
+    if state is not None:
+        with torch.no_grad():
+            for p, v in zip(flat, state["params"], strict=True):
+                p.copy_(v)
+        for opt, s in zip(opts, state["opts"], strict=True):
+            opt.load_state_dict(s)
+        active.copy_(state["active"])
+        trained.copy_(state["trained"])
+        if rule is not None:
+            vars(rule).update(state["rule"])
+        first, before = state["step"], state["seconds"]
+        if progress is not None:
+            progress.update(first)
     start = time.perf_counter()
-    for step in range(steps):
+    for step in range(first, steps):
         loss = loss_at(step)
         for g in groups:
             for p in g:
@@ -105,5 +126,10 @@ def fit(params, loss_at: Callable[[int], torch.Tensor], steps: int, lr: float, *
             active &= rule.keep(validate())
             if not active.any():
                 break
+        if checkpoint is not None and step + 1 < steps and checkpoint.due(step + 1):
+            checkpoint.save({"params": flat, "opts": [o.state_dict() for o in opts], "active": active,
+                             "trained": trained, "rule": dict(vars(rule)) if rule is not None else {},
+                             "step": step + 1, "seconds": before + time.perf_counter() - start})
+            checkpoint.stop_if_late(step + 1, steps, f"a program of {R} replicas")
     return FitLog(trained.cpu().tolist(), (~active).cpu().tolist(), loss.detach().cpu().tolist(),
-                  time.perf_counter() - start)
+                  before + time.perf_counter() - start)

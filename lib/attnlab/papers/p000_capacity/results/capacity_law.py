@@ -33,14 +33,14 @@ PARAMS = (
     Param("n_val", "int", "validation contexts (early stopping)", min=10, max=20000),
     Param("n_test", "int", "test contexts", min=10, max=20000),
     Param("max_replicas", "int", "replicas per training program (one resumable chunk)", min=1, max=100000),
-)
+) + sweeps.RESUME_PARAMS
 FULL_DKS = [4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128, 144, 160,
             192, 224, 256, 320, 384, 448, 512]
 PRESETS = {
-    "ci": {"cells": [[64, 32], [64, 16], [128, 32]], "heads": [1, 2, 4], "dks": [6, 8, 12, 16, 24, 32],
+    "ci": {**sweeps.CI_RUN, "cells": [[64, 32], [64, 16], [128, 32]], "heads": [1, 2, 4], "dks": [6, 8, 12, 16, 24, 32],
            "window_lo": 0.4, "window_hi": 1.2, "seeds": 1, "steps": 3000, "table2": False, "lr": 1e-2,
            "n_val": 200, "n_test": 500, "max_replicas": 64},
-    "full": {"cells": [[m, d] for m in paper.BASE_M for d in paper.BASE_D]
+    "full": {**sweeps.FULL_RUN, "cells": [[m, d] for m in paper.BASE_M for d in paper.BASE_D]
              + [list(c) for c in paper.DIAGONAL[3:]] + [list(paper.EXTRA_POINT)],
              "heads": list(paper.HEADS), "dks": FULL_DKS, "window_lo": 0.15, "window_hi": 3.0, "seeds": 10,
              "steps": 200000, "table2": True, "lr": paper.LR, "n_val": paper.N_VAL, "n_test": paper.N_TEST,

@@ -22,11 +22,11 @@ PARAMS = (
     Param("steps", "int", "maximum training steps (one context per step)", min=1, max=500000),
     Param("lr", "float", "Adam learning rate (the paper: 1e-3)", min=1e-6, max=1.0),
     Param("n_test", "int", "test contexts", min=10, max=20000),
-)
+) + sweeps.RESUME_PARAMS
 PRESETS = {
-    "ci": {"m": 64, "d_model": 16, "heads": [1, 4, 8], "dks": [8, 16, 32], "seeds": 1, "steps": 4000, "lr": 3e-3,
+    "ci": {**sweeps.CI_RUN, "m": 64, "d_model": 16, "heads": [1, 4, 8], "dks": [8, 16, 32], "seeds": 1, "steps": 4000, "lr": 3e-3,
            "n_test": 1000},
-    "full": {"m": 256, "d_model": 32, "heads": [1, 2, 4, 8, 16], "dks": [16, 32, 48, 64, 96, 128], "seeds": 10,
+    "full": {**sweeps.FULL_RUN, "m": 256, "d_model": 32, "heads": [1, 2, 4, 8, 16], "dks": [16, 32, 48, 64, 96, 128], "seeds": 10,
              "steps": 30000, "lr": 1e-3, "n_test": 2000},
 }
 
@@ -43,10 +43,10 @@ def compute(ctx: Context) -> dict:
     keys = [{"what": "run", "m": cfg["m"], "d": cfg["d_model"], "h": h, "D_K": D, "seed": s, "steps": cfg["steps"],
              "lr": cfg["lr"], "n_test": cfg["n_test"]} for s in range(cfg["seeds"]) for h, D in specs]
 
-    def run(seed, ks, bar):
+    def run(seed, ks, bar, checkpoint=None):
         return models.train_seed(cfg["m"], cfg["d_model"], [(k["h"], k["D_K"]) for k in ks], seed,
                                  steps=cfg["steps"], lr=cfg["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO,
-                                 n_test=cfg["n_test"], device=str(ctx.device), progress=bar)
+                                 n_test=cfg["n_test"], device=str(ctx.device), progress=bar, checkpoint=checkpoint)
 
     runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run))
     return {"config": cfg, "runs": runs}

@@ -26,11 +26,11 @@ PARAMS = (
     Param("steps", "int", "maximum training steps (one context per step)", min=1, max=500000),
     Param("lr", "float", "Adam learning rate (the paper: 1e-3)", min=1e-6, max=1.0),
     Param("n_test", "int", "test contexts", min=10, max=20000),
-)
+) + sweeps.RESUME_PARAMS
 PRESETS = {
-    "ci": {"panels": [[64, 16]], "heads": [1, 4, 8], "dks": [16, 32, 64], "compare_heads": [4], "seeds": 1,
+    "ci": {**sweeps.CI_RUN, "panels": [[64, 16]], "heads": [1, 4, 8], "dks": [16, 32, 64], "compare_heads": [4], "seeds": 1,
            "steps": 3000, "lr": 1e-2, "n_test": 1000},
-    "full": {"panels": [[64, 16], [64, 32], [128, 32], [256, 32]], "heads": [1, 2, 4, 8, 16],
+    "full": {**sweeps.FULL_RUN, "panels": [[64, 16], [64, 32], [128, 32], [256, 32]], "heads": [1, 2, 4, 8, 16],
              "dks": [8, 16, 24, 32, 48, 64, 96, 128], "compare_heads": [1, 2, 4, 8, 16], "seeds": 3,
              "steps": 80000, "lr": 1e-3, "n_test": 2000},
 }
@@ -55,11 +55,11 @@ def compute(ctx: Context) -> dict:
             for m, d in cfg["panels"] for s in range(cfg["seeds"])
             for model, specs in (("softmax", grid), ("max", compare)) for h, D in specs]
 
-    def run(group, ks, bar):
+    def run(group, ks, bar, checkpoint=None):
         model, m, d, seed = group
         out = softmax_model.train_seed(m, d, [(k["h"], k["D_K"]) for k in ks], seed, steps=cfg["steps"],
                                        lr=cfg["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO, n_test=cfg["n_test"],
-                                       device=str(ctx.device), progress=bar, kind=model)
+                                       device=str(ctx.device), progress=bar, kind=model, checkpoint=checkpoint)
         return [{**row, "model": model, "m": m, "d": d} for row in out]
 
     runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run,

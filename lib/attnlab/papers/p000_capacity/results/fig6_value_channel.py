@@ -24,11 +24,11 @@ PARAMS = (
     Param("steps", "int", "maximum training steps (one context per step)", min=1, max=500000),
     Param("lr", "float", "Adam learning rate (the paper: 1e-3)", min=1e-6, max=1.0),
     Param("n_test", "int", "test contexts", min=10, max=20000),
-)
+) + sweeps.RESUME_PARAMS
 PRESETS = {
-    "ci": {"m": 64, "d_models": [16, 32], "heads": [1, 4, 16], "dks": [16, 32, 64], "d_msg": 16, "seeds": 1,
+    "ci": {**sweeps.CI_RUN, "m": 64, "d_models": [16, 32], "heads": [1, 4, 16], "dks": [16, 32, 64], "d_msg": 16, "seeds": 1,
            "steps": 2500, "lr": 3e-3, "n_test": 1000},
-    "full": {"m": 64, "d_models": [16, 32], "heads": [1, 2, 4, 8, 16], "dks": [16, 32, 48, 64, 96, 128], "d_msg": 16,
+    "full": {**sweeps.FULL_RUN, "m": 64, "d_models": [16, 32], "heads": [1, 2, 4, 8, 16], "dks": [16, 32, 48, 64, 96, 128], "d_msg": 16,
              "seeds": 3, "steps": 20000, "lr": 1e-3, "n_test": 2000},
 }
 
@@ -49,10 +49,10 @@ def compute(ctx: Context) -> dict:
              "steps": cfg["steps"], "lr": cfg["lr"], "n_test": cfg["n_test"]}
             for s in range(cfg["seeds"]) for d in sorted(cfg["d_models"]) for h, D in grid]
 
-    def run(seed, ks, bar):
+    def run(seed, ks, bar, checkpoint=None):
         return value_model.train_runs(ks, steps=cfg["steps"], lr=cfg["lr"], d_msg=cfg["d_msg"],
                                       ell=paper.CONTEXT_LENGTH, rho=paper.RHO, n_test=cfg["n_test"],
-                                      device=str(ctx.device), progress=bar)
+                                      device=str(ctx.device), progress=bar, checkpoint=checkpoint)
 
     runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run))
     return {"config": cfg, "runs": runs}

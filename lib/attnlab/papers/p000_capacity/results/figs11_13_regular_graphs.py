@@ -29,11 +29,11 @@ PARAMS = (
     Param("steps", "int", "maximum training steps (one context per step)", min=1, max=500000),
     Param("lr", "float", "Adam learning rate (the paper: 1e-3)", min=1e-6, max=1.0),
     Param("n_test", "int", "test contexts", min=10, max=20000),
-)
+) + sweeps.RESUME_PARAMS
 PRESETS = {
-    "ci": {"m": 128, "d_model": 32, "degrees": [1, 2, 4], "heads": [1, 2, 4, 8], "dk_factors": [16, 32], "seeds": 1,
+    "ci": {**sweeps.CI_RUN, "m": 128, "d_model": 32, "degrees": [1, 2, 4], "heads": [1, 2, 4, 8], "dk_factors": [16, 32], "seeds": 1,
            "steps": 3000, "lr": 1e-2, "n_test": 1000},
-    "full": {"m": 128, "d_model": 32, "degrees": [1, 2, 4, 8, 16], "heads": [1, 2, 4, 8, 16, 32],
+    "full": {**sweeps.FULL_RUN, "m": 128, "d_model": 32, "degrees": [1, 2, 4, 8, 16], "heads": [1, 2, 4, 8, 16, 32],
              "dk_factors": [4, 8, 12, 16, 24, 32], "seeds": 10, "steps": 20000, "lr": 1e-3, "n_test": 2000},
 }
 FIT_SLOPE = 0.46  # Eq. (32): D_K* ≈ 0.46 x, x = (r m / d) log2 m
@@ -58,9 +58,9 @@ def compute(ctx: Context) -> dict:
         raise ParameterError(f"parameters 'heads' {cfg['heads']} / 'dk_factors' {cfg['dk_factors']}: no head count "
                              "divides a D_K")
 
-    def run(seed, ks, bar):
+    def run(seed, ks, bar, checkpoint=None):
         return dense_graphs.train_runs(ks, steps=cfg["steps"], lr=cfg["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO,
-                                       n_test=cfg["n_test"], device=str(ctx.device), progress=bar)
+                                       n_test=cfg["n_test"], device=str(ctx.device), progress=bar, checkpoint=checkpoint)
 
     runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run))
     return {"config": cfg, "runs": runs}

@@ -31,13 +31,13 @@ PARAMS = (
     Param("n_val", "int", "validation contexts (early stopping)", min=10, max=20000),
     Param("n_test", "int", "test contexts", min=10, max=20000),
     Param("max_replicas", "int", "replicas per training program (one resumable chunk)", min=1, max=100000),
-)
+) + sweeps.RESUME_PARAMS
 FULL_DKS = [8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 120, 128, 144, 160, 192, 256]
 PRESETS = {
-    "ci": {"ms": [32, 64, 128], "lam": 4, "heads": [1, 2, 4], "dks": [12, 16, 20, 24, 28, 32], "window_lo": 0.5,
+    "ci": {**sweeps.CI_RUN, "ms": [32, 64, 128], "lam": 4, "heads": [1, 2, 4], "dks": [12, 16, 20, 24, 28, 32], "window_lo": 0.5,
            "window_hi": 1.15, "seeds": 1, "steps": 3000, "table2": False, "lr": 1e-2, "n_val": 200, "n_test": 500,
            "max_replicas": 64},
-    "full": {"ms": [m for m, _ in paper.DIAGONAL], "lam": 8, "heads": list(paper.HEADS), "dks": FULL_DKS,
+    "full": {**sweeps.FULL_RUN, "ms": [m for m, _ in paper.DIAGONAL], "lam": 8, "heads": list(paper.HEADS), "dks": FULL_DKS,
              "window_lo": 0.3, "window_hi": 2.0, "seeds": paper.SEEDS_LARGEST, "steps": 200000, "table2": True,
              "lr": paper.LR, "n_val": paper.N_VAL, "n_test": paper.N_TEST, "max_replicas": 256},
 }
