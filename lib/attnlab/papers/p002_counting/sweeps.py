@@ -13,23 +13,24 @@ All replicas of one program see the same mini-batches (a deviation from independ
 leaves each replica's training its own: the gradient of replica r depends on replica r only).
 
 Long programs (paper scale: 156,500 steps) save a checkpoint (weights, Adam moments, step) every
-`checkpoint_every` steps; with `time_limit` minutes set, the sweep stops after the checkpoint that
-passes the limit and raises `Incomplete`; the same command then resumes from the checkpoint.
+`checkpoint_every` steps through core (`core.checkpoint.program_checkpoint`, in
+results/<scale>/checkpoints/<result id>/); with `time_limit` minutes set, the sweep stops after the
+checkpoint that passes the limit, or before the next program, and raises `Incomplete`; the same
+command then resumes from the checkpoint.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from attnlab.core.experiment import Context, Incomplete
-from attnlab.core.hashing import derive_seed, stable_hash
+from attnlab.core.checkpoint import deadline_of, program_checkpoint
+from attnlab.core.experiment import Context, Incomplete  # noqa: F401 (raised through core; tests import it here)
+from attnlab.core.hashing import derive_seed
 from attnlab.core.params import Param, require_memory
 from attnlab.core.train import MaskedAdam
 
@@ -110,12 +111,9 @@ def _freeze_embeddings(model: ReplicaCounting) -> None:
     model.emb.requires_grad_(False)
 
 
-def _checkpoint_path(ctx: Context, keys: list[dict]) -> str:
-    return os.path.join(ctx.store.dir, "checkpoints", stable_hash({"program": keys}) + ".pt")
-
-
 def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol, keys: list[dict], data_seed: int,
-                   cfg: dict, deadline: float | None) -> list[dict]:
+                   cfg: dict) -> list[dict]:
+    checkpoint = program_checkpoint(ctx, keys)  # past the time limit: stop here, before the program
     T, L = configs[0].T, configs[0].L
     d, p = max(c.d for c in configs), max(c.p for c in configs)  # every replica is padded to these
     per_seq = 4 * L * (4 * d + 2 * p + 4 * L + 2)  # float32 activations of one sequence (measured: within 1.2x)
@@ -130,15 +128,10 @@ def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol,
     ev = eval_tokens(T, L, n=proto.eval_n, device=ctx.device)
     lr = lambda s: proto.lr + (proto.lr_end - proto.lr) * s / max(1, proto.steps - 1)  # noqa: E731
     done, evals, curve, seconds = 0, [], [], 0.0
-    ck_path = _checkpoint_path(ctx, keys)
-    if os.path.exists(ck_path):
-        ck = torch.load(ck_path, map_location=ctx.device)
+    ck = checkpoint.load(ctx.device) if checkpoint is not None else None
+    if ck is not None:
         model.load_state_dict(ck["model"])
-        opt.t.copy_(ck["t"])
-        for m, v in zip(opt.m, ck["m"]):
-            m.copy_(v)
-        for m, v in zip(opt.v, ck["v"]):
-            m.copy_(v)
+        opt.load_state_dict(ck["opt"])
         done, evals, curve, seconds = ck["done"], ck["evals"], ck["curve"], ck["seconds"]
     every = cfg.get("checkpoint_every") or proto.steps
     final = None
@@ -155,14 +148,10 @@ def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol,
         final = log.final_accuracy
         if proto.eval_every and done % proto.eval_every == 0 and done < proto.steps:
             evals.append(final)
-        if done < proto.steps:
-            os.makedirs(os.path.dirname(ck_path), exist_ok=True)
-            torch.save({"model": model.state_dict(), "t": opt.t, "m": opt.m, "v": opt.v, "done": done,
-                        "evals": evals, "curve": curve, "seconds": seconds}, ck_path + ".tmp")
-            os.replace(ck_path + ".tmp", ck_path)
-            if deadline is not None and time.time() > deadline:
-                raise Incomplete(f"time limit reached after {done} of {proto.steps} steps of a program of "
-                                 f"{len(configs)} models; rerun the same command to resume from the checkpoint")
+        if done < proto.steps:  # (checkpoint_every > 0, so `checkpoint` is not None)
+            checkpoint.save({"model": model.state_dict(), "opt": opt.state_dict(), "done": done, "evals": evals,
+                             "curve": curve, "seconds": seconds})
+            checkpoint.stop_if_late(done, proto.steps, f"a program of {len(configs)} models")
     rows = []
     ev_arr = np.array(evals + [final]) if evals else np.array([final])
     for r, c in enumerate(configs):
@@ -172,8 +161,8 @@ def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol,
         if proto.keep_weights:
             row["weights"] = weights_to_json(model.weights(r))
         rows.append(row)
-    if os.path.exists(ck_path):
-        os.remove(ck_path)
+    if checkpoint is not None:
+        checkpoint.remove()
     return rows
 
 
@@ -195,8 +184,7 @@ def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, in
     key_of = (lambda c: {**_key(c, proto), "joint": data_seed}) if joint else (lambda c: _key(c, proto))
     keys = [key_of(c) for c in configs]
 
-    limit = cfg.get("time_limit") or 0
-    deadline = time.time() + 60 * limit if limit else None  # absolute: the same for every worker of a cluster
+    deadline_of(ctx)  # the run's time limit, from now on (absolute: the same for every worker of a cluster)
 
     def plan(missing: list[int]) -> list[list[int]]:
         """The programs, in training order: one per (p bucket, seed) (different seeds see
@@ -211,7 +199,7 @@ def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, in
         """Train one program (the models `group`); yield each row as the program ends."""
         seed = configs[group[0]].seed
         stream = derive_seed({"data": data_seed, "joint": True}, 0) if joint else derive_seed({"data": data_seed}, seed)
-        rows = _train_program(ctx, [configs[i] for i in group], proto, [keys[i] for i in group], stream, cfg, deadline)
+        rows = _train_program(ctx, [configs[i] for i in group], proto, [keys[i] for i in group], stream, cfg)
         for i, row in zip(group, rows):
             yield i, row, row["seconds"]
 
