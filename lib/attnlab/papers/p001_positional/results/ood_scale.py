@@ -97,7 +97,8 @@ def paper_ratio(task: str) -> float:
 
 def gap_summary(result: dict) -> str:
     """A text table, per task trained: this run's ratio at c = 10 (ratio of the medians over seeds, and
-    the per-seed spread) against the paper's (its released medians), and how many times smaller ours is."""
+    the per-seed spread) against the paper's (its released medians), and how many times smaller ours is;
+    then the medians themselves at c = 1 and c = 10, ours against the paper's."""
     if _at(result, 10.0) is None:
         return "c = 10 was not tested: no ratio at c = 10"
     n = len(result["test"]["standard"][result["tasks"][0]])
@@ -108,6 +109,14 @@ def gap_summary(result: dict) -> str:
         ours, theirs = ratio_of_medians(result, task, 10.0), paper_ratio(task)
         lines.append(f"{task:<10} {fmt(ours) + '×':>22}  {seed_summary(seed_ratios(result, task, 10.0)):<30} "
                      f"{f'{theirs:,.0f}×':>24} {fmt(theirs / ours) + '×':>12}")
+    if _at(result, 1.0) is not None:
+        lines += ["", "median test MSE over seeds, ours / the paper's (released medians)",
+                  f"{'task':<10} {'architecture':<12} {'c = 1':>24} {'c = 10':>24}"]
+        for task in result["tasks"]:
+            for arch in ("standard", "positional"):
+                m, pm = medians(result, arch, task), paper.FIG4_MEDIANS[task][arch]
+                cells = [f"{fmt(float(m[_at(result, c)]))} / {fmt(p)}" for c, p in ((1.0, pm[0]), (10.0, pm[1]))]
+                lines.append(f"{task:<10} {arch:<12} {cells[0]:>24} {cells[1]:>24}")
     return "\n".join(lines)
 
 
