@@ -43,10 +43,10 @@ PRESETS = {
     # training lists, three seeds of the three tasks whose gap shows at this length (calibrated at 300
     # steps: narrower or lower-lr standard models often stall at the mean predictor's ID loss; median
     # and sort need ~3,000 steps: `tasks` adds them as a smoke run). On one CPU thread a program's cost
-    # grows in proportion to its replicas (measured: 9 models per architecture at 300 steps cost 1.7x
-    # the CPU time of the former preset's 5, at 250 steps 1.36x), so the 45 s budget holds 9 models
-    # per architecture at 250 steps (estimated from those ratios and the one-seed chapter's 29 s:
-    # about 38 s; about 46 s at 300 steps)
+    # grows in proportion to its replicas (measured on a loaded machine: 9 models per architecture at
+    # 300 steps cost 1.7x the CPU time of the former preset's 5 at 300, at 250 steps 1.4-1.7x), so the
+    # 45 s budget holds 9 models per architecture at 250 steps (estimated from those ratios and the
+    # one-seed chapter's 29 s: 38-46 s; 45-48 s at 300 steps)
     "ci": dict(n=8, tasks=",".join(GAP_TASKS), seeds=3, samples=4096, steps=250, epochs=None, batch=64, lr=5e-3,
                scheduler="onecycle", embed=32, hidden=32, c_list=[1.0, 2.0, 5.0, 10.0], test_samples=500,
                checkpoint_every=0, time_limit=0.0),
