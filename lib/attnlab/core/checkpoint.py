@@ -65,6 +65,13 @@ class Deadline:
 
         self.programs = 0  # programs started under this limit (see `next_program`)
 
+    @classmethod
+    def absolute(cls, at: float | None) -> "Deadline":
+        """The deadline at time.time() = `at` (None: none)."""
+        out = cls(0)
+        out.at = at
+        return out
+
     def __bool__(self) -> bool:
         return self.at is not None
 
@@ -74,8 +81,11 @@ class Deadline:
     def check(self, what: str = "") -> None:
         """Raise `Incomplete` if the limit has passed (between programs: nothing to save)."""
         if self.passed():
-            raise Incomplete(f"time limit of {self.minutes:g} minutes reached{' ' + what if what else ''}; "
-                             "finished units are stored: rerun the same command to resume")
+            raise Incomplete(f"{self} reached{' ' + what if what else ''}; finished units are stored: rerun the "
+                             "same command to resume")
+
+    def __str__(self) -> str:
+        return f"time limit of {self.minutes:g} minutes" if self.minutes else "time limit"
 
 
     def next_program(self, what: str = "") -> None:
@@ -129,7 +139,7 @@ class Checkpoint:
     def stop_if_late(self, done: int, total: int, what: str = "") -> None:
         """After a save: raise `Incomplete` if the deadline has passed."""
         if self.deadline.passed():
-            raise Incomplete(f"time limit of {self.deadline.minutes:g} minutes reached after {done} of {total} "
+            raise Incomplete(f"{self.deadline} reached after {done} of {total} "
                              f"steps{' of ' + what if what else ''}; checkpoint saved to {self.path}: rerun the "
                              "same command to resume")
 

@@ -6,20 +6,20 @@ each replica's own parameters), on top of `attnlab.core.train.MaskedAdam`: each 
 depends on its own gradient only.
 
 `run_program` trains one program for `steps` steps, saving a checkpoint (weights, optimizer state,
-the batch generator's state, the step) every `checkpoint_every` steps; past `deadline` (seconds since
-the epoch) it raises `Incomplete` after a checkpoint, and the same call resumes from it. The
+the batch generator's state, the step) every `checkpoint_every` steps through core
+(`core.checkpoint.Checkpoint`: atomic); past `deadline` (seconds since the epoch) it raises
+`Incomplete` after a checkpoint, and the same call resumes from it. The
 k-hop (`khop.py`) and mixed-type (`mixed.py`) chapters use it.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Callable
 
 import torch
 
-from attnlab.core.experiment import Incomplete
+from attnlab.core.checkpoint import Checkpoint, Deadline
 from attnlab.core.progress import tqdm
 from attnlab.core.train import MaskedAdam
 
@@ -78,8 +78,10 @@ def run_program(model: torch.nn.Module, opt: ReplicaAdamW, loss_fn: Callable[[An
     device = next(model.parameters()).device
     gens = gen if isinstance(gen, (list, tuple)) else [gen]
     done, curve, seconds = 0, [], 0.0
-    if checkpoint and os.path.exists(checkpoint):
-        ck = torch.load(checkpoint, map_location=device, weights_only=False)
+    saver = (Checkpoint(checkpoint, checkpoint_every, Deadline.absolute(deadline) if checkpoint_every else None)
+             if checkpoint else None)  # without checkpoint_every: loaded if present, never saved
+    ck = saver.load(device) if saver is not None else None
+    if ck is not None:
         model.load_state_dict(ck["model"])
         opt.load(ck["opt"])
         for g, st in zip(gens, ck["gen"]):
@@ -96,16 +98,13 @@ def run_program(model: torch.nn.Module, opt: ReplicaAdamW, loss_fn: Callable[[An
         if curve_every and step % curve_every == 0:
             curve.append([step] + loss.detach().cpu().tolist())
         done = step + 1
-        if checkpoint and checkpoint_every and done % checkpoint_every == 0 and done < steps:
-            os.makedirs(os.path.dirname(checkpoint) or ".", exist_ok=True)
-            torch.save({"model": model.state_dict(), "opt": opt.state(), "gen": [g.get_state() for g in gens], "done": done,
-                        "curve": curve, "seconds": seconds + time.perf_counter() - start}, checkpoint + ".tmp")
-            os.replace(checkpoint + ".tmp", checkpoint)
-            if deadline is not None and time.time() > deadline:
+        if saver is not None and done < steps and saver.due(done):
+            saver.save({"model": model.state_dict(), "opt": opt.state(), "gen": [g.get_state() for g in gens],
+                        "done": done, "curve": curve, "seconds": seconds + time.perf_counter() - start})
+            if saver.deadline.passed():
                 bar.close()
-                raise Incomplete(f"time limit reached after {done} of {steps} steps; rerun the same command to "
-                                 "resume from the checkpoint")
+                saver.stop_if_late(done, steps)
     bar.close()
-    if checkpoint and os.path.exists(checkpoint):
-        os.remove(checkpoint)
+    if saver is not None:
+        saver.remove()
     return {"curve": curve, "seconds": seconds + time.perf_counter() - start}

@@ -27,14 +27,14 @@ Four functions; the chapters need nothing else:
   differ in their initialisation only), and the key records which.
 
 Long programs (paper scale: 2000 epochs) save a checkpoint every `checkpoint_every` steps
-(ctx.config, 0 = none); with `time_limit` minutes set the sweep stops after the checkpoint that
-passes the limit and raises `Incomplete`; the same command resumes from the checkpoint.
+(ctx.config, 0 = none) through core (`core.checkpoint`, in results/<scale>/checkpoints/<result id>/);
+with `time_limit` minutes set the sweep stops after the checkpoint that passes the limit, or
+before the next program, and raises `Incomplete`; the same command resumes from the checkpoint.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable, Sequence
@@ -42,7 +42,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from attnlab.core.experiment import Context, Incomplete
+from attnlab.core.checkpoint import Checkpoint, checkpoint_dir, Deadline, deadline_of
+from attnlab.core.experiment import Context, Incomplete  # noqa: F401 (raised through core; tests import it here)
 from attnlab.core.hashing import derive_seed, stable_hash
 from attnlab.core.progress import tqdm
 from attnlab.core.train import MaskedAdam
@@ -238,8 +239,10 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
     plateau = Plateau.start(lr, R)
     step, curve, seconds = 0, [], 0.0
     epoch_sum = torch.zeros(R, dtype=torch.float64, device=dev)
-    if checkpoint and os.path.exists(checkpoint):
-        ck = torch.load(checkpoint, map_location=dev, weights_only=False)
+    saver = (Checkpoint(checkpoint, checkpoint_every, Deadline.absolute(deadline) if checkpoint_every else None)
+             if checkpoint else None)  # without checkpoint_every: loaded if present, never saved
+    ck = saver.load(dev) if saver is not None else None
+    if ck is not None:
         model.load_state_dict(ck["model"])
         opt.t.copy_(ck["t"])
         for a, b in zip(opt.m + opt.v, ck["m"] + ck["v"]):
@@ -285,16 +288,13 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
             if epoch % curve_every == 0:
                 curve.append((epoch_sum / (k + 1)).cpu().tolist())
             epoch_sum.zero_()
-        if checkpoint and checkpoint_every and step % checkpoint_every == 0 and step < total:
-            os.makedirs(os.path.dirname(checkpoint) or ".", exist_ok=True)
-            torch.save({"model": model.state_dict(), "t": opt.t, "m": opt.m, "v": opt.v, "step": step,
+        if saver is not None and step < total and saver.due(step):
+            saver.save({"model": model.state_dict(), "t": opt.t, "m": opt.m, "v": opt.v, "step": step,
                         "plateau": {k: v.tolist() for k, v in asdict(plateau).items()}, "curve": curve,
-                        "seconds": seconds + time.perf_counter() - start, "epoch_sum": epoch_sum}, checkpoint + ".tmp")
-            os.replace(checkpoint + ".tmp", checkpoint)
-            if deadline is not None and time.time() > deadline:
+                        "seconds": seconds + time.perf_counter() - start, "epoch_sum": epoch_sum})
+            if saver.deadline.passed():
                 bar.close()
-                raise Incomplete(f"time limit reached after {step} of {total} steps ({R} models); rerun the same "
-                                 "command to resume from the checkpoint")
+                saver.stop_if_late(step, total, f"{R} models")
     bar.close()
     seconds += time.perf_counter() - start
     final_lr = (plateau.lr if scheduler == "plateau" else
@@ -400,8 +400,7 @@ def sweep(ctx: Context, units: Sequence[tuple[Any, int, str]], protocol: Protoco
     if len({stable_hash(k) for k in keys}) != len(keys):
         raise ValueError("two units of a sweep have the same key")
     cfg = ctx.config
-    limit = cfg.get("time_limit") or 0
-    deadline = time.time() + 60 * limit if limit else None
+    deadline = deadline_of(ctx)  # the run's time limit (absolute: the same for every worker of a cluster)
 
     def plan(missing: list[int]) -> list[list[int]]:
         groups: dict[tuple, list[int]] = {}
@@ -411,20 +410,20 @@ def sweep(ctx: Context, units: Sequence[tuple[Any, int, str]], protocol: Protoco
         return [g for _, g in sorted(groups.items(), key=lambda kv: min(kv[1]))]
 
     def run(group: list[int]):
+        deadline.next_program("before the next program")
         cs, ss, ts = zip(*(units[i] for i in group))
         n = cs[0].n
         ds = data_seed(protocol, ss[0])
         model = build(list(cs), list(ss), ctx.device)
         x = train_lists(n, protocol.samples, ds)
-        ck = os.path.join(ctx.store.dir, "checkpoints", stable_hash({"program": [keys[i] for i in group]}) + ".pt")
+        ck = str(checkpoint_dir(ctx) / (stable_hash({"program": [keys[i] for i in group]}) + ".pt"))
         log = train(model, list(ts), x, batch=protocol.batch, lr=protocol.lr, seed=ds, epochs=protocol.epochs,
                     steps=protocol.steps, scheduler=protocol.scheduler,
                     curve_every=max(1, (protocol.epochs or 0) // 100), checkpoint=ck,
-                    checkpoint_every=cfg.get("checkpoint_every") or 0, deadline=deadline,
+                    checkpoint_every=cfg.get("checkpoint_every") or 0, deadline=deadline.at,
                     progress=ctx.progress, desc=f"{cs[0].kind if hasattr(cs[0], 'kind') else ''} {len(group)} models")
         test = evaluate(model, list(ts), protocol.c_list, protocol.test_samples, seed=ds, n=n)
-        if os.path.exists(ck):
-            os.remove(ck)
+        Checkpoint(ck).remove()
         for r, i in enumerate(group):
             yield i, {"train_mse": log.train_mse[r], "test_mse": test[r].tolist(), "c_list": list(protocol.c_list),
                       "steps": log.steps[r], "final_lr": log.final_lr[r],
