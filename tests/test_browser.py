@@ -6,9 +6,9 @@ traceback fails the test. Every chapter is also laid out at a desktop's size and
 first screen; its claims table needs no sideways scrolling on the phone. The Makefile installs
 Chromium (apt) before `make test`."""
 
-import copy
 import json
 import os
+import queue
 import re
 import select
 import shutil
@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, CData, NavigableString
 
 from attnlab.papers import registry
 
@@ -135,26 +135,111 @@ class DevTools:
 
 
 def rendered(page: Path, budget_ms: int = 15000) -> BeautifulSoup:
-    """The DOM after the page's scripts ran (MathJax included)."""
+    """The DOM after the page's scripts ran (MathJax included), from a Chromium of its own (--dump-dom)."""
     return BeautifulSoup(chromium(f"--virtual-time-budget={budget_ms}", "--dump-dom", page.as_uri(), timeout=120),
                          "html.parser")
 
 
+SCREENS = {"desktop": (1280, 800, False), "phone": (390, 844, True)}
+
+# Once MathJax has typeset the page: where things are (page coordinates, CSS pixels) and, if asked, the
+# rendered DOM (the page's HTML as its scripts left it).
+MEASURE = r"""async (withDom) => {
+  const typeset = window.MathJax && MathJax.startup && MathJax.startup.promise;
+  if (typeset) { try { await typeset; } catch (e) {} }
+  await document.fonts.ready;
+  await new Promise(done => requestAnimationFrame(() => setTimeout(done, 50)));
+  const box = el => { if (!el) return null; const r = el.getBoundingClientRect();
+                      return {top: r.top + scrollY, bottom: r.bottom + scrollY, right: r.right}; };
+  const wraps = [...document.querySelectorAll("main div.claims-table")];
+  const shown = el => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden";
+  return {
+    viewport: [innerWidth, innerHeight], pageWidth: document.documentElement.scrollWidth,
+    summary: box(document.querySelector("main .verdict-summary")),
+    counts: box(document.querySelector("main .verdict-summary .vs-counts")),
+    firstCell: box(document.querySelector("main div.cell")),
+    tables: wraps.map(w => ({...box(w), scrollWidth: w.scrollWidth, clientWidth: w.clientWidth})),
+    checkCodeShown: [...document.querySelectorAll("main .cell_input, main div.highlight")]
+      .filter(el => el.textContent.includes("NBVAL_CHECK_OUTPUT") && shown(el)).length,
+    dom: withDom ? document.documentElement.outerHTML : null,
+  };
+}"""
+
+
 @pytest.fixture(scope="module")
-def pages(built_book):
+def browser_pass(built_book):
+    """One pass of headless Chromium over the built book, shared by the DOM tests and the layout tests, in two
+    browsers side by side: every page is loaded at a desktop's size for its rendered DOM (and measured, MEASURE,
+    if a chapter), and every chapter is also loaded at a phone's size and measured (a fresh load for each
+    screen: a page resized after loading is not laid out quite as a page loaded at that size). Returns (the HTML
+    root, {page: rendered DOM}, {(chapter id, screen): MEASURE's measurements} for every chapter on both
+    screens)."""
     out, root = built_book
     assert out.returncode == 0, out.stdout[-3000:]
-    files = sorted(root.glob("book/**/*.html"))
+    chapters = {root / "book" / f"{exp_id}.html": exp_id for exp_id in registry()}
+    files = sorted(root.glob("book/**/*.html"), key=lambda p: (p not in chapters, p))  # the longer visits first
+    todo = queue.SimpleQueue()
+    for path in files:
+        todo.put(path)
+
+    def visit_all():
+        browser, doms, layouts = DevTools(), {}, {}
+        try:
+            while True:
+                try:
+                    path = todo.get_nowait()
+                except queue.Empty:
+                    return doms, layouts
+                for screen in SCREENS if path in chapters else ["desktop"]:
+                    m = browser.evaluate(path.as_uri(), f"({MEASURE})({str(screen == 'desktop').lower()})",
+                                         *SCREENS[screen])
+                    dom = m.pop("dom")
+                    if screen == "desktop":
+                        doms[path] = BeautifulSoup(dom, "html.parser")
+                    if path in chapters:
+                        layouts[chapters[path], screen] = m
+        finally:
+            browser.close()
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        doms = list(pool.map(rendered, files))
-    return root, dict(zip(files, doms))
+        parts = list(pool.map(lambda _: visit_all(), range(2)))
+    doms = {p: d for part, _ in parts for p, d in part.items()}
+    layouts = {k: m for _, part in parts for k, m in part.items()}
+    assert set(doms) == set(files) and len(layouts) == 2 * len(chapters)
+    return root, doms, layouts
+
+
+@pytest.fixture(scope="module")
+def pages(browser_pass):
+    """(the HTML root, {page: its DOM after the page's scripts ran (MathJax included)}) for every page."""
+    root, doms, _ = browser_pass
+    return root, doms
+
+
+@pytest.fixture(scope="module")
+def layouts(browser_pass):
+    """{(chapter id, screen): MEASURE's measurements} for every chapter on both screens."""
+    return browser_pass[2]
+
+
+HIDDEN = {"script", "style", "pre", "code", "mjx-container", "mjx-assistive-mml"}
 
 
 def _visible_text(soup: BeautifulSoup) -> str:
-    body = copy.copy(soup.find("main") or soup.body or soup)  # the pages' DOMs are shared by the tests
-    for tag in body.find_all(["script", "style", "pre", "code", "mjx-container", "mjx-assistive-mml"]):
-        tag.decompose()
-    return body.get_text(" ")
+    """The page's text without its code, scripts, styles and typeset math: the strings of <main> (else <body>)
+    that no such tag encloses, joined with spaces (what get_text(" ") gives once those tags are removed,
+    without copying the DOM the tests share)."""
+    body = soup.find("main") or soup.body or soup
+
+    def shown(string) -> bool:
+        tag = string.parent
+        while tag is not None and tag is not body.parent:
+            if tag.name in HIDDEN:
+                return False
+            tag = tag.parent
+        return True
+
+    return " ".join(s for s in body.descendants if type(s) in (NavigableString, CData) and shown(s))
 
 
 def test_every_claims_table_is_an_html_table(pages):
@@ -230,51 +315,6 @@ def test_screenshots_at_desktop_and_phone_width(built_book, tmp_path):
 
 
 # --- The reader's view of a chapter: verdicts first, on a desktop and on a phone -------------------------
-
-SCREENS = {"desktop": (1280, 800, False), "phone": (390, 844, True)}
-
-# Where things are once MathJax has typeset the page (page coordinates, CSS pixels).
-LAYOUT = r"""(async () => {
-  const typeset = window.MathJax && MathJax.startup && MathJax.startup.promise;
-  if (typeset) { try { await typeset; } catch (e) {} }
-  await document.fonts.ready;
-  await new Promise(done => requestAnimationFrame(() => setTimeout(done, 50)));
-  const box = el => { if (!el) return null; const r = el.getBoundingClientRect();
-                      return {top: r.top + scrollY, bottom: r.bottom + scrollY, right: r.right}; };
-  const wraps = [...document.querySelectorAll("main div.claims-table")];
-  const shown = el => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== "hidden";
-  return {
-    viewport: [innerWidth, innerHeight], pageWidth: document.documentElement.scrollWidth,
-    summary: box(document.querySelector("main .verdict-summary")),
-    counts: box(document.querySelector("main .verdict-summary .vs-counts")),
-    firstCell: box(document.querySelector("main div.cell")),
-    tables: wraps.map(w => ({...box(w), scrollWidth: w.scrollWidth, clientWidth: w.clientWidth})),
-    checkCodeShown: [...document.querySelectorAll("main .cell_input, main div.highlight")]
-      .filter(el => el.textContent.includes("NBVAL_CHECK_OUTPUT") && shown(el)).length,
-  };
-})()"""
-
-
-@pytest.fixture(scope="module")
-def layouts(built_book):
-    """{(chapter id, screen): LAYOUT's measurements} for every chapter on both screens."""
-    out, root = built_book
-    assert out.returncode == 0, out.stdout[-3000:]
-    ids = list(registry())
-
-    def measure(chunk):
-        browser, found = DevTools(), {}
-        try:
-            for exp_id in chunk:
-                url = (root / "book" / f"{exp_id}.html").as_uri()
-                for screen, (width, height, mobile) in SCREENS.items():
-                    found[exp_id, screen] = browser.evaluate(url, LAYOUT, width, height, mobile)
-        finally:
-            browser.close()
-        return found
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return {k: v for part in pool.map(measure, [ids[0::2], ids[1::2]]) for k, v in part.items()}
 
 
 def test_every_chapter_opens_with_its_verdicts_within_the_first_screen(layouts):
