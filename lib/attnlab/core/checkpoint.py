@@ -1,7 +1,8 @@
 """Checkpoint and resume inside a training program, and the time limit of a run.
 
 A paper-scale program (hours of Adam steps) must fit the short windows a GPU grants: it saves its
-whole training state every `checkpoint_every` steps and when the run's time limit passes, then raises
+whole training state every `checkpoint_every` steps, and stops after the first save past the
+run's time limit (with `checkpoint_every` 0: saves when the limit passes) by raising
 `Incomplete` (the CLI exits with 75); the same command loads the state and goes on, and gives bit
 for bit the result of an uninterrupted program (the state holds everything the remaining steps
 read: parameters, Adam moments and per-replica step counts, the active mask, the batch position,
@@ -12,8 +13,10 @@ the log so far).
   `check()` raises `Incomplete` once it has passed; `next_program()` does so at a program boundary,
   except before the run's first program (every call makes progress).
 - `Checkpoint(path, every, deadline)`: one program's state file. `due(done)` says whether the loop
-  saves after `done` steps (every `every` steps; with `every` 0, once the deadline has passed); `save(state)` writes atomically (temporary file, fsync, os.replace: a
-  process killed at any moment leaves the previous checkpoint or the new one, never half of one);
+  saves after `done` steps: every `every` steps (a run past its deadline then stops at the next of
+  them, at most `every` steps late), or with `every` 0 as soon as the deadline has passed.
+  `save(state)` writes atomically (temporary file, fsync, os.replace: a process killed at any
+  moment leaves the previous checkpoint or the new one, never half of one);
   `stop_if_late(...)` raises `Incomplete` after a save past the deadline; `load()` reads it back
   (torch.load with weights_only: tensors, numbers, strings, lists and dicts only); `remove()` once
   the program's results are stored.

@@ -86,8 +86,8 @@ def _checkpoint_steps(folder) -> list[int]:
     return steps
 
 
-def stop_kill_resume(result_id: str, overrides: dict, tmp_path, kill_at: int) -> tuple[dict, dict]:
-    """The stop-and-resume drill of a chapter at CI scale with `overrides` (including checkpoint_every),
+def stop_kill_resume(exp, overrides: dict, tmp_path, kill_at: int) -> tuple[dict, dict]:
+    """The stop-and-resume drill of a chapter (`exp`, an Experiment) at CI scale with `overrides` (including checkpoint_every),
     through the headless CLI with its store in a temporary folder (ATTNLAB_STORE): (1) with
     `-p time_limit 1e-9`: it must exit with 75, leaving a checkpoint; (2) again without a limit, killed
     with SIGKILL as soon as a checkpoint of step >= `kill_at` is written; (3) again: it must finish
@@ -99,9 +99,7 @@ def stop_kill_resume(result_id: str, overrides: dict, tmp_path, kill_at: int) ->
     import subprocess
     import sys
 
-    from attnlab.papers import get
-
-    exp = get(result_id)
+    result_id = exp.id
     config = exp.config("ci", **{**overrides, "checkpoint_every": 0, "time_limit": 0.0, "device": "cpu"})
     exp.run(config, store_root=tmp_path / "reference", progress=False)
     store = tmp_path / "store"

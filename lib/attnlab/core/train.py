@@ -171,8 +171,9 @@ def replica_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.
     return class_axis_cross_entropy(logits.transpose(1, 2), targets)
 
 
-def train_replicas(model: torch.nn.Module, batches: Iterator[tuple[torch.Tensor, torch.Tensor]] | Callable[[int], Iterator],
-                   steps: int, lr: Callable[[int], float | torch.Tensor], *, stop_at_accuracy: float | None = None,
+def train_replicas(model: torch.nn.Module,
+                   batches: Iterator[tuple[torch.Tensor, torch.Tensor]] | Callable[[int], Iterator], steps: int,
+                   lr: Callable[[int], float | torch.Tensor], *, stop_at_accuracy: float | None = None,
                    tail: int = 100, curve_every: int = 50, progress: bool = True, desc: str = "train",
                    checkpoint: Checkpoint | None = None) -> TrainLog:
     """Train the R replicas of `model` (forward: tokens [B,S] -> logits [R,B,N]) for `steps` batches.
@@ -185,9 +186,9 @@ def train_replicas(model: torch.nn.Module, batches: Iterator[tuple[torch.Tensor,
     a saved state is loaded first (the iterator is then fast-forwarded past the batches already used,
     or the function called with the step reached), and the state (parameters, Adam's step counts and
     moments, the active mask, the steps trained, the tail accuracies and loss curve so far, the step)
-    is saved every `checkpoint.every` steps and when its deadline passes, which then raises
-    `Incomplete`: the resumed program ends bit for bit as an uninterrupted one (train_test.py).
-    Without a checkpoint the loop does no checkpoint work.
+    is saved as `checkpoint.due` says (every `checkpoint.every` steps, or at its deadline), and past
+    the deadline `Incomplete` is raised after the save: the resumed program ends bit for bit as an
+    uninterrupted one (train_test.py). Without a checkpoint the loop does no checkpoint work.
     """
     params = [p for p in model.parameters()]
     opt = MaskedAdam(params)

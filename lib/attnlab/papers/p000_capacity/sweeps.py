@@ -25,7 +25,9 @@ from attnlab.core.progress import tqdm
 from . import analysis, models, paper
 
 CI_RUN = dict(checkpoint_every=0, time_limit=0.0)  # CI programs (seconds) are not checkpointed
-FULL_RUN = dict(checkpoint_every=5000, time_limit=0.0)  # a run stops only when told: -p time_limit MINUTES
+# every 20,000 steps (as paper 002's): a 256-replica program's state (weights and Adam moments) can reach
+# ~100 MB; a run stops only when told (-p time_limit MINUTES)
+FULL_RUN = dict(checkpoint_every=20_000, time_limit=0.0)
 
 
 def grouped_programs(ctx: Context, keys: list[dict], steps: int, run, group=lambda key: key["seed"]):

@@ -40,8 +40,9 @@ def test_a_sweep_stopped_at_its_time_limit_killed_and_resumed_stores_what_an_uni
     plateau rule at step 500): exit 75 at the time limit, SIGKILL mid-program, then to the end; the
     stored units equal, bit for bit, those of an uninterrupted run without checkpoints."""
     from attnlab.core.checkpoint_test import stop_kill_resume
+    from attnlab.papers import get
 
     tiny = {"m": 17, "d_models": "8", "heads": "1,2", "dks": "4", "d_msg": 4, "seeds": 2, "steps": 600,
             "n_test": 10, "checkpoint_every": 100}
-    resumed, reference = stop_kill_resume("000-capacity/fig6-value-channel", tiny, tmp_path, kill_at=200)
+    resumed, reference = stop_kill_resume(get("000-capacity/fig6-value-channel"), tiny, tmp_path, kill_at=200)
     assert len(reference) == 4 and resumed == reference

@@ -50,5 +50,5 @@ def test_a_sweep_stopped_at_its_time_limit_killed_and_resumed_stores_what_an_uni
 
     tiny = {"N": 6, "d": 2, "d_h_list": "2", "H_list": "1,3", "seeds": 1, "steps": 400, "batch_size": 8,
             "n_batches": 3, "chunk": 1, "checkpoint_every": 100}
-    resumed, reference = stop_kill_resume("004-memorization/fig4-small-dimension", tiny, tmp_path, kill_at=200)
+    resumed, reference = stop_kill_resume(get("004-memorization/fig4-small-dimension"), tiny, tmp_path, kill_at=200)
     assert len(reference) == 2 and resumed == reference
