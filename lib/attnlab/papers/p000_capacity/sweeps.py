@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import math
 
-from attnlab.core.checkpoint import program_checkpoint, RESUME_PARAMS  # noqa: F401 (the chapters' parameters)
+from attnlab.core.checkpoint import deadline_of, program_checkpoint, RESUME_PARAMS  # noqa: F401 (chapters' params)
 from attnlab.core.experiment import Context
 from attnlab.core.progress import tqdm
 
@@ -37,6 +37,7 @@ def grouped_programs(ctx: Context, keys: list[dict], steps: int, run, group=lamb
     `checkpoint` keyword gets its program's (`program_checkpoint`: None without checkpoint_every and
     time_limit); past the time limit the sweep stops between programs in any case."""
     checkpointed = "checkpoint" in inspect.signature(run).parameters
+    deadline_of(ctx)  # the run's time limit starts now
 
     def compute(missing):
         groups: dict = {}
@@ -116,6 +117,7 @@ def run(ctx: Context, keys: list[dict], max_replicas: int = 512) -> list[dict]:
     lrs = {(k["lr"], k["n_val"], k["n_test"]) for k in keys}
     if len(lrs) > 1:
         raise ValueError(f"one sweep uses one (lr, n_val, n_test); got {sorted(lrs)}")
+    deadline_of(ctx)  # the run's time limit starts now, on the context every worker of a cluster gets
     return ctx.units(keys, train, plan=plan(keys, max_replicas), desc="programs")
 
 

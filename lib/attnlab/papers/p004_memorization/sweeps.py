@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnlab.core.checkpoint import program_checkpoint, RESUME_PARAMS
+from attnlab.core.checkpoint import deadline_of, program_checkpoint, RESUME_PARAMS
 from attnlab.core.experiment import Context
 from attnlab.core.fits import power_fit, presaturation
 from attnlab.core.params import Param, ParameterError, require_memory
@@ -140,6 +140,7 @@ def train_points(ctx: Context, points: list[dict], desc: str) -> list[dict]:
         if checkpoint is not None:  # the rows are stored: the state is no longer needed
             checkpoint.remove()
 
+    deadline_of(ctx)  # the run's time limit starts now, on the context every worker of a cluster gets
     return [{**p, **row} for p, row in zip(points, ctx.units(keys, train, plan, desc))]
 
 
@@ -294,4 +295,5 @@ def train_deep_points(ctx: Context, points: list[dict], desc: str) -> list[dict]
         if checkpoint is not None:
             checkpoint.remove()
 
+    deadline_of(ctx)  # the run's time limit starts now, on the context every worker of a cluster gets
     return [{**p, **row} for p, row in zip(points, ctx.units(keys, train, plan, desc))]
