@@ -105,9 +105,10 @@ def describe_device(device: torch.device) -> str:
     return f"cpu ({torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''})"
 
 
-def provenance(device: torch.device) -> str:
+def provenance(device: torch.device | str) -> str:
     """The device as a stored entry records it: 'cpu', or on a GPU its name with torch's and CUDA's
     versions, e.g. 'cuda: NVIDIA H100 80GB HBM3 (torch 2.13.0, CUDA 12.8)'."""
+    device = torch.device(device)
     if device.type == "cuda":
         return f"cuda: {torch.cuda.get_device_name(device)} (torch {torch.__version__}, CUDA {torch.version.cuda})"
     return str(device)

@@ -22,3 +22,9 @@ def test_select_device_rejects_unknown_names():
     assert select_device("cpu").type == "cpu"
     with pytest.raises(ValueError, match="not allowed"):
         select_device("tpu")
+
+
+def test_provenance_names_the_device_whether_given_as_a_string_or_a_device():
+    from attnlab.core.device import provenance
+
+    assert provenance("cpu") == provenance(torch.device("cpu")) == "cpu"
