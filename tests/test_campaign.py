@@ -90,10 +90,14 @@ def test_the_campaign_runs_bare_stops_at_its_budget_and_resumes_after_sigkill(tm
     os.killpg(run.pid, signal.SIGKILL)
     run.wait()
     assert 0 < len(_results(store)) < len(reference), "killed after its first program, before its last"
-    again = _campaign(store, tmp_path, "--budget", "5", "--only", CHAPTER)
+    again = _campaign(store, tmp_path, "--budget", "5", "--only", CHAPTER, "--archive", str(tmp_path / "r.tar.gz"))
     out, _ = again.communicate(timeout=120)
     assert again.returncode == 0, out
     assert _results(store) == reference
+    import tarfile
+
+    with tarfile.open(tmp_path / "r.tar.gz") as tar:  # what a window hands back: one file
+        assert any(n.startswith("results/full/") for n in tar.getnames())
 
     # a stored chapter is skipped; a budget too short for the next one stops it: exit 75, work left
     stopped = _campaign(store, tmp_path, "--budget", "0.55", "--only", CHAPTER, "001-positional/ood-scale")

@@ -263,7 +263,8 @@ def _child(argv: list[str], timeout: float) -> int:
 
 
 def run(device: str, budget_min: float, *, dry_run: bool = False, only: list[str] | None = None,
-        scale: str = "full", bench: bool = True, plan: list[dict] | None = None, out=print) -> int:
+        scale: str = "full", bench: bool = True, plan: list[dict] | None = None, archive: Path | None = None,
+        out=print) -> int:
     """Run the plan for at most `budget_min` minutes on `device`; 0 when nothing is left, 75 otherwise."""
     start = time.monotonic()
     left = lambda: budget_min * 60 - (time.monotonic() - start)  # noqa: E731
@@ -319,9 +320,13 @@ def run(device: str, budget_min: float, *, dry_run: bool = False, only: list[str
         _log({**_device_line(device), "run": r["id"], "scale": scale, "rc": rc, "wall_s": round(wall, 1),
               "steps": r["steps"], "steps_per_s": round(r["steps"] / wall, 2) if rc == 0 else None,
               "estimate_s": r[cost], "written": _now()}, log)
+        if archive:
+            pack(archive)
         out(f"     rc={rc} after {wall:.0f} s" + {0: "", EXIT_MORE: " (stopped at its time limit, resumable)",
                                                   124: " (stopped at the budget; finished programs are stored)"}
             .get(rc, " (failed: see above)"))
+    if archive:
+        out(f"packed results/full and results/bench into {pack(archive)}")
     left_over = [r["id"] for r in todo if not missing(r) and not _done(r, scale)]
     out(f"{len(left_over)} preset(s) left" + (": rerun the same command to resume" if left_over else ""))
     return EXIT_MORE if left_over else 0
@@ -338,6 +343,23 @@ def _child_bench(timeout: float) -> int:
         return 124  # the record keeps every workload measured before the stop
 
 
+def pack(archive: Path) -> Path:
+    """results/full (entries, checkpoints, the log) and results/bench as one .tar.gz, written atomically:
+    a machine that hands back only a folder's top level (a GPU box's $OUT) returns everything in one file.
+    Unpack it at the repository's root (`tar xzf FILE`) and commit what it adds to results/."""
+    import tarfile
+
+    archive = Path(archive)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    tmp = archive.with_name(archive.name + ".tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for folder in ("results/full", "results/bench"):
+            if (REPO_ROOT / folder).exists():
+                tar.add(REPO_ROOT / folder, arcname=folder)
+    os.replace(tmp, archive)
+    return archive
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -349,6 +371,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print what would run, with the plan's estimates")
     p.add_argument("--only", nargs="*", help="only these result ids")
     p.add_argument("--no-bench", action="store_true", help="skip the GPU throughput record")
+    p.add_argument("--archive", type=Path, metavar="FILE.tar.gz",
+                   help="after each chapter, pack results/full (with checkpoints) and results/bench into this file "
+                        "(e.g. $OUT/results.tar.gz on a machine that returns only files at a folder's top level)")
     p.add_argument("--write-plan", action="store_true", help=f"regenerate {PLAN.relative_to(REPO_ROOT)} and exit")
     p.add_argument("--scale", default="full", help=argparse.SUPPRESS)  # tests run the machinery on CI presets
 
@@ -374,7 +399,7 @@ def command(args: argparse.Namespace) -> int:
             raise SystemExit(f"attnlab campaign: error: --only {' '.join(unknown)}: not in the plan; "
                              f"known: e.g. {', '.join(sorted(known)[:3])} (see --dry-run)")
     return run(args.device, args.budget, dry_run=args.dry_run, only=args.only, scale=args.scale,
-               bench=not args.no_bench)
+               bench=not args.no_bench, archive=args.archive)
 
 
 def main(argv: list[str] | None = None) -> int:
