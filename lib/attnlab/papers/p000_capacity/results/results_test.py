@@ -9,6 +9,7 @@ import pytest
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.params import ParameterError
+from attnlab.core.store import default_root
 from attnlab.papers import p000_capacity, registry
 
 TINY = {
@@ -90,5 +91,6 @@ def test_tiny_run_gives_claims_and_resumes(slug, tmp_path):
 def test_paper_scale_lookup_is_read_only_and_fast(slug, tmp_path, monkeypatch):
     exp = _experiments()[slug]
     start = time.perf_counter()
-    assert exp.stored("full") is None  # nothing stored for paper 000 yet: must not compute
-    assert time.perf_counter() - start < 5
+    full = exp.stored("full")  # read-only: a whole stored run is assembled, a partial or absent one is None
+    assert full is None or any((default_root("full") / exp.id).glob("*.json")), "a result without stored entries"
+    assert time.perf_counter() - start < 5  # never computed (general-graphs' paper-scale run took 43 min)
