@@ -84,3 +84,28 @@ def test_the_design_page_says_it_is_maintained_with_the_code():
     assert "maintained with the code" in text
     for kind in ("reproduced", "fails", "inconclusive", "not run", "consistency check"):
         assert kind in text
+
+
+def test_the_changelog_compares_every_chapter_with_the_recorded_snapshot(tmp_path):
+    """book/changelog.md's tables are current, and they list a row whose kind changed, a removed row and a
+    new row (a snapshot written here, from one executed chapter with its rows altered)."""
+    import json
+
+    from attnlab.notebooks import VERDICTS_BEFORE, _kind, changelog_tables, claims_of
+    from attnlab.papers import registry
+
+    page = (REPO / "book" / "changelog.md").read_text()
+    assert changelog_tables() in page, "book/changelog.md is stale: run `attnlab book`"
+    exp = next(e for e in registry().values() if e.executed.exists() and len(claims_of(e.executed)) >= 3)
+    rows = [{"key": r["key"], "claim": r["claim"], "kind": _kind(r)} for r in claims_of(exp.executed)]
+    first, second, third = rows[:3]
+    other = "inconclusive" if first["kind"] != "inconclusive" else "fails"
+    snapshot = {"commit": "0123456789", "chapters": {exp.id: [{**first, "kind": other}, {**second, "key": "zz"}, third,
+                                                             *rows[3:]]}}
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(snapshot))
+    text = changelog_tables(path)
+    assert f"| {first['key']} | {first['claim']} | " in text and f"| (row removed) |" in text
+    assert f"| {second['key']} | {second['claim']} | (new row) |" in text
+    assert f"| {third['key']} | {third['claim']} |" not in text  # unchanged rows are not listed
+    assert json.loads(VERDICTS_BEFORE.read_text())["chapters"], "the recorded snapshot is empty"

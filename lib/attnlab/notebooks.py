@@ -489,7 +489,57 @@ def papers_table() -> str:
 
 
 # The last part of the toc, "About this book" (pages in book/): using the book, then how it is made.
-ABOUT_PAGES = ("rerun", "scorecard", "errata", "costs", "performance", "design")
+ABOUT_PAGES = ("rerun", "scorecard", "changelog", "errata", "costs", "performance", "design")
+VERDICTS_BEFORE = REPO_ROOT / "results" / "verdicts" / "e975048.json"  # the rows before issue 27's reseeding
+
+
+def changelog_tables(snapshot: Path = VERDICTS_BEFORE) -> str:
+    """The changelog page's generated part: per paper, the claims of each verdict kind in a recorded
+    snapshot of the executed chapters (`snapshot`: JSON, each chapter's rows as key, claim and kind,
+    written from the book at a commit) and now; then every row whose kind changed, was added or was
+    removed since, matched by chapter and row key (a key that occurs twice is matched in order)."""
+    old = json.loads(snapshot.read_text())
+    commit = old["commit"][:7]
+    marks = {k: VERDICT_MARK[k].split()[0] for k in KINDS}
+    lines = [f"| paper | " + " | ".join(f"{VERDICT_MARK[k]} (then → now)" for k in KINDS) + " |",
+             "|---|" + "---|" * len(KINDS)]
+    changed: list[str] = []
+    for pkg in packages():
+        exps = [e for e in registry().values() if e.paper == pkg.ID]
+        before = {k: 0 for k in KINDS}
+        after = {k: 0 for k in KINDS}
+        for exp in exps:
+            was = old["chapters"].get(exp.id, [])
+            now = [{"key": r["key"], "claim": r["claim"], "kind": _kind(r)}
+                   for r in (claims_of(exp.executed) if exp.executed.exists() else [])]
+            for r in was:
+                before[r["kind"]] += 1
+            for r in now:
+                after[r["kind"]] += 1
+            pending = {}
+            for r in was:
+                pending.setdefault(r["key"], []).append(r)
+            link = f"[{exp.id.split('/')[1]}](/{Path('book') / exp.id}.ipynb)"
+            for r in now:
+                prior = pending.get(r["key"], [])
+                w = prior.pop(0) if prior else None
+                if w is None:
+                    changed.append(f"| {link} | {r['key']} | {r['claim']} | (new row) | {marks[r['kind']]} {r['kind']} |")
+                elif w["kind"] != r["kind"]:
+                    changed.append(f"| {link} | {r['key']} | {r['claim']} | {marks[w['kind']]} {w['kind']} | "
+                                   f"{marks[r['kind']]} {r['kind']} |")
+            for rest in pending.values():
+                for w in rest:
+                    changed.append(f"| {link} | {w['key']} | {w['claim']} | {marks[w['kind']]} {w['kind']} | "
+                                   "(row removed) |")
+        lines.append(f"| {pkg.ID[:3]} | " + " | ".join(f"{before[k]} → {after[k]}" for k in KINDS) + " |")
+    out = [f"Claims of each kind at commit `{commit}` and in the book as executed now:", "", *lines, "",
+           f"### Rows that changed kind, were added or were removed since `{commit}` ({len(changed)})", ""]
+    if changed:
+        out += ["| chapter | # | claim (now) | then | now |", "|---|---|---|---|---|", *changed]
+    else:
+        out.append("None.")
+    return "\n".join(out)
 
 
 def toc_yaml() -> str:
@@ -518,7 +568,7 @@ def toc_yaml() -> str:
 
 def write_generated_pages() -> None:
     """Write _toc.yml, book/scorecard.md, the tables of the intro and of the paper overview pages, and the
-    generated tables of book/costs.md (`cost_table`) and book/performance.md (`bench.performance_tables`),
+    generated tables of book/costs.md (`cost_table`), book/changelog.md (`changelog_tables`) and book/performance.md (`bench.performance_tables`),
     the campaign plan (results/campaign.toml, `campaign.write_plan`) and the errata pages (`errata`)."""
     (REPO_ROOT / "_toc.yml").write_text(toc_yaml())
     (BOOK / "scorecard.md").write_text(scorecard_markdown())
@@ -526,6 +576,7 @@ def write_generated_pages() -> None:
     for pkg in packages():
         _replace_between(BOOK / pkg.ID / "overview.md", "status", status_table(pkg.ID))
     _replace_between(BOOK / "costs.md", "costs", cost_table())
+    _replace_between(BOOK / "changelog.md", "changes", changelog_tables())
     from .bench import performance_tables
 
     _replace_between(BOOK / "performance.md", "bench", performance_tables())
