@@ -218,9 +218,10 @@ def predict(model: MixedTransformer, x: np.ndarray, batch: int = 1000) -> torch.
 
 
 def train_program(kind: str, variant: str, samples: int, seeds: list[int], proto: dict, device="cpu", *,
-                  checkpoint: str | None = None, deadline: float | None = None, progress: bool = True) -> list[dict]:
+                  checkpoint: str | None = None, deadline: float | None = None, progress: bool = True,
+                  data: int = 0) -> list[dict]:
     """Train one model per seed (replicas of one program sharing the training set and the batches of
-    trial 0's data stream; seeds differ in the initialisation) on `samples` prompts of `variant`, with
+    data stream `data` (0: trial 0's); seeds differ in the initialisation) on `samples` prompts of `variant`, with
     Adam, learning rate `lr` decayed by a cosine to lr/10 over `steps` steps of `batch` prompts (MSE
     on the answer). proto: embed, hidden, layers, heads, steps, batch, lr, scales, test_samples.
     Returns per seed: train MSE/MAPE (on ≤ test_samples training prompts), per scale c test MSE/MAPE,
@@ -232,7 +233,7 @@ def train_program(kind: str, variant: str, samples: int, seeds: list[int], proto
     cfg = MixedConfig(kind=kind, embed=proto["embed"], hidden=proto["hidden"], layers=proto["layers"],
                       heads=proto["heads"])
     model = MixedTransformer([cfg] * len(seeds), list(seeds), device=device)
-    tr = training_set(variant, samples)
+    tr = training_set(variant, samples, data)
     X = torch.as_tensor(tr.features, device=device)
     Y = torch.as_tensor(tr.targets, device=device)
     B, steps, lr0 = proto["batch"], proto["steps"], proto["lr"]
@@ -243,7 +244,8 @@ def train_program(kind: str, variant: str, samples: int, seeds: list[int], proto
 
     opt = ReplicaAdamW(list(model.named_parameters()), set())
     lr = lambda s: lr0 * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * s / max(1, steps))))  # noqa: E731
-    gen = torch.Generator().manual_seed(data_seed("batches", variant, 1.0, samples))
+    gen = torch.Generator().manual_seed(data_seed("batches" if not data else f"batches-{data}", variant, 1.0,
+                                                  samples))
     log = run_program(model, opt, loss_fn, steps, lr, gen, checkpoint=checkpoint,
                       checkpoint_every=proto.get("checkpoint_every", 0), deadline=deadline, progress=progress,
                       desc=f"{kind} {variant}: {len(seeds)} models", curve_every=max(1, steps // 30))

@@ -45,6 +45,7 @@ import torch
 from attnlab.core.checkpoint import Checkpoint, checkpoint_dir, Deadline, deadline_of
 from attnlab.core.experiment import Context, Incomplete  # noqa: F401 (raised through core; tests import it here)
 from attnlab.core.hashing import derive_seed, stable_hash
+from attnlab.core.params import Param, ParameterError
 from attnlab.core.progress import tqdm
 from attnlab.core.train import MaskedAdam
 
@@ -346,6 +347,7 @@ class Protocol:
     c_list: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0)  # test scales
     test_samples: int = 1000
     joint: bool = False  # True: every seed on one training set and data order (they differ in init only)
+    joint_seed: int | None = None  # joint: the seed of that shared training set and order (None: -1, as before)
 
     def __post_init__(self):
         if (self.epochs is None) == (self.steps is None):
@@ -382,8 +384,32 @@ def program_of(config: Any) -> tuple:
 
 def data_seed(protocol: Protocol, seed: int) -> int:
     """The seed of a program's training set and data order: per model seed (independent runs),
-    or one for all seeds (joint)."""
-    return -1 if protocol.joint else int(seed)
+    or one for all seeds (joint: `protocol.joint_seed`, default -1)."""
+    if protocol.joint:
+        return -1 if protocol.joint_seed is None else int(protocol.joint_seed)
+    return int(seed)
+
+
+# ---------------------------------------------------------------------------------- seed offsets
+
+SEED_PARAM = Param("seed", "int", "first seed: the models use seeds seed, seed + 1, …, seed + seeds − 1 (and, where "
+                   "the seeds share one training set, its data seed moves with it); 0 = the book's run",
+                   min=0, max=1_000_000)
+
+
+def seed_list(cfg: dict) -> list[int]:
+    """The model seeds of a chapter's config: `seeds` of them from `seed` (0 when the config has none)."""
+    first, count = int(cfg.get("seed") or 0), int(cfg["seeds"])
+    if first < 0 or count < 1:
+        raise ParameterError(f"parameters 'seed' = {first} and 'seeds' = {count}: need seed >= 0 and seeds >= 1")
+    return list(range(first, first + count))
+
+
+def joint_seed(cfg: dict) -> int | None:
+    """The shared data seed of a joint protocol whose seeds start at cfg['seed']: None (that is -1, the
+    book's run, whose store keys stay as they were) for seed 0, else -1 - seed (other data too)."""
+    first = int(cfg.get("seed") or 0)
+    return None if first == 0 else -1 - first
 
 
 def sweep(ctx: Context, units: Sequence[tuple[Any, int, str]], protocol: Protocol,
