@@ -7,6 +7,9 @@ import torch
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.store import ResultStore
 
+from attnlab.core.params import ParameterError
+
+from . import sweeps as S
 from .models import ModelConfig, Transformer
 from .sweeps import (Incomplete, Plateau, Protocol, evaluate, onecycle_lr, sweep, train, train_lists, unit_key)
 from .tasks import targets
@@ -142,3 +145,16 @@ def test_sweep_stores_resumes_and_groups(tmp_path):
     k = unit_key(cfg(), 0, "sort", proto)
     assert k["n"] == 4 and "kind" not in k and k["joint"] is True and "epochs" not in k
     assert unit_key(cfg(), 0, "sort", Protocol(**{**proto.__dict__, "joint": False})) != k
+
+
+def test_seed_offsets():
+    """`seed` moves a chapter's seeds; a joint protocol's shared data seed moves with it, and seed 0 keeps the
+    book's keys (no joint_seed in the key)."""
+    assert S.seed_list({"seeds": 3}) == [0, 1, 2] and S.seed_list({"seeds": 2, "seed": 10}) == [10, 11]
+    assert S.joint_seed({"seed": 0}) is None and S.joint_seed({"seed": 10}) == -11
+    p0 = S.Protocol(samples=64, batch=8, lr=1e-3, steps=1, joint=True)
+    p10 = S.Protocol(samples=64, batch=8, lr=1e-3, steps=1, joint=True, joint_seed=-11)
+    assert "joint_seed" not in p0.key and S.data_seed(p0, 5) == -1 and S.data_seed(p10, 5) == -11
+    assert S.data_seed(S.Protocol(samples=64, batch=8, lr=1e-3, steps=1), 5) == 5
+    with pytest.raises(ParameterError, match="'seed'"):
+        S.seed_list({"seeds": 2, "seed": -1})
