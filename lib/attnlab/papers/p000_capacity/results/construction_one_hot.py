@@ -141,13 +141,24 @@ def claims(result: dict) -> ClaimsTable:
     hb = bounds.hoeffding_dk(hi, 0.1)
     cells_h = [c for c in result["grid"] if c["family"] == "rademacher" and c["m"] == hi and c["d_k"] >= hb]
     rate = (sum(c["exact"] for c in cells_h) / sum(c["trials"] for c in cells_h)) if cells_h else None
-    t.add("3", f"Hoeffding union bound (our derivation from §4's sketch, written out below the table): at "
-               f"d_k ≥ 8 ln(10 m(m−1)) = {hb} (m = {hi}) the failure probability is ≤ 0.1", paper=0.9, ours=rate, holds=None if rate is None else rate >= 0.9,
-          tolerance="exact-recovery rate ≥ 0.9", asserted=rate is not None, source="derived")
+    # a proven bound checked by simulation far above the d_k exact recovery needs (row 1): it cannot fail
+    # while the derivation is right, so it is a consistency check, not a reproduction
+    if rate is None:
+        t.add("3", f"Hoeffding union bound (our derivation from §4's sketch, written out below the table): at "
+                   f"d_k ≥ 8 ln(10 m(m−1)) = {hb} (m = {hi}) the failure probability is ≤ 0.1", paper=0.9, ours=None,
+              holds=None, tolerance="exact-recovery rate ≥ 0.9 (no d_k of the grid reaches the bound)", source="derived")
+    else:
+        t.consistency("3", f"Hoeffding union bound (our derivation from §4's sketch, written out below the table): at "
+                           f"d_k ≥ 8 ln(10 m(m−1)) = {hb} (m = {hi}) the failure probability is ≤ 0.1 (a proven bound, "
+                           "simulated far above the d_k exact recovery needs)", expected=0.9, ours=rate,
+                      holds=rate >= 0.9, tolerance="exact-recovery rate ≥ 0.9", asserted=True, source="derived")
     th = result["theorem"]
-    t.add("4", f"Theorem B.1: Bernoulli(1/4) at d_k = ⌈C ln m⌉ = {th['d_k']} (m = {th['m']}) recovers every edge",
-          paper=1.0, ours=th["exact"] / th["trials"], holds=th["exact"] == th["trials"],
-          tolerance="all trials exact", asserted=True, source="text")
+    # Theorem B.1 simulated at its own (huge) d_k: a proven statement far above the d_k rows 1-2 measure, so a
+    # consistency check of the construction's code, not a reproduction
+    t.consistency("4", f"Theorem B.1: Bernoulli(1/4) at d_k = ⌈C ln m⌉ = {th['d_k']} (m = {th['m']}) recovers every edge "
+                       "(a proven statement simulated far above the d_k exact recovery needs)",
+                  expected=1.0, ours=th["exact"] / th["trials"], holds=th["exact"] == th["trials"],
+                  tolerance="all trials exact", asserted=True, source="text")
     Cs = bounds.theorem_b1_C(cfg["p"])
     c1, c2 = bounds.chernoff_constants(cfg["p"])
     ratio_paper = (1024 * 1024 ** (-c1 * Cs["paper"]) + 1024 ** 2 * 1024 ** (-c2 * Cs["paper"])) / 1024 ** -3.0
@@ -164,8 +175,11 @@ def claims(result: dict) -> ClaimsTable:
                   expected=h["d_k"], ours=h["true_min"], holds=h["true_min"] == h["true_max"] == h["d_k"],
                   asserted=True)
     z = h["off_std"] / math.sqrt(h["d_k"])
-    t.add("8", "off-target scores are O(√d_k): standard deviation / √d_k (sum of d_k Rademacher products)",
-          paper=1.0, ours=z, holds=abs(z - 1) <= 0.05, tolerance="within 5% of 1", asserted=True, source="text")
+    # a sum of d_k independent ±1 products has variance d_k exactly: an identity checked by sampling
+    t.consistency("8", "off-target scores are O(√d_k): standard deviation / √d_k (sum of d_k Rademacher products; "
+                       "its variance is d_k exactly, an identity checked by sampling)",
+                  expected=1.0, ours=z, holds=abs(z - 1) <= 0.05, tolerance="within 5% of 1", asserted=True,
+                  source="text")
     cx = result["contexts"]
     t.consistency("9", f"monotonicity under context restriction: an exact build (m = {cx['m']}) has micro-F1 = 1 on "
                        "500 sampled contexts (ℓ = 16, ρ = 0.5)", expected=1.0, ours=cx["f1"],
