@@ -1,6 +1,7 @@
 """The book: chapters up to date and within budget, nbval catches a changed number, strict build."""
 
 import csv
+import json
 import shutil
 import subprocess
 import sys
@@ -85,7 +86,12 @@ def test_nbval_compares_claims_at_their_precision_and_catches_a_changed_number_o
 
     verdict = _mutated(src, tmp_path, "verdict", flip)
     word = _mutated(src, tmp_path, "word", lambda rows: rows[0].update(text=rows[0]["text"] + " (changed)"))
-    result = _nbval(good, within, number, verdict, word)
+    backend = tmp_path / "backend.ipynb"  # the kernels draw no PNG (attnlab.pytest_plugin.kernel_without_figures)
+    backend.write_text(json.dumps({"cells": [{"cell_type": "code", "execution_count": 1, "metadata": {}, "source": [
+        "# NBVAL_CHECK_OUTPUT\n", "import matplotlib\n", "print(matplotlib.get_backend().lower())"], "outputs": [
+        {"name": "stdout", "output_type": "stream", "text": ["agg\n"]}]}], "metadata": {"kernelspec": {
+            "display_name": "Python 3", "language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}))
+    result = _nbval(good, within, number, verdict, word, backend)
     out = result.stdout
     assert result.returncode == 1, out[-3000:]
     failed = {line.split()[1].split("::")[0].split("/")[-1] for line in out.splitlines() if line.startswith("FAILED")}

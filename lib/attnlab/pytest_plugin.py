@@ -5,6 +5,10 @@
   and every number equal at its row's precision (`ClaimsTable.compare`), so the check holds on any
   x86-64 CPU; the table's HTML and Markdown renderings (the same cells) are not compared as text.
   Every other output is compared by nbval as before.
+- nbval's kernels run with matplotlib's non-interactive Agg backend (`MPLBACKEND=agg`): every figure's
+  code runs, but no figure is rasterised into a PNG the comparison would ignore anyway (nbval compares
+  the claims tables only, `--nbval-lax`). `attnlab book` renders the figures the book shows, and the
+  browser tests look at them. This saves about a tenth of a chapter's CPU time in `make test`.
 - The head of every test run says when chapters in book/ were executed on another machine (CPU, its
   instruction set as torch sees it, torch, numpy's BLAS: `attnlab.notebooks.machine_warnings`) and what
   the checks then tolerate.
@@ -50,13 +54,36 @@ def compare_claims_outputs(original):
     return compare_outputs
 
 
+def kernel_without_figures(original):
+    """nbval's IPyNbFile.setup (which starts the notebook's kernel), with MPLBACKEND=agg in the kernel's
+    environment: figures are built but never rasterised."""
+
+    def setup(self):
+        import os
+
+        before = os.environ.get("MPLBACKEND")
+        os.environ["MPLBACKEND"] = "agg"
+        try:
+            return original(self)
+        finally:
+            if before is None:
+                os.environ.pop("MPLBACKEND", None)
+            else:
+                os.environ["MPLBACKEND"] = before
+
+    setup.attnlab = True
+    return setup
+
+
 def pytest_configure(config) -> None:
     try:
-        from nbval.plugin import IPyNbCell
+        from nbval.plugin import IPyNbCell, IPyNbFile
     except ImportError:  # nbval not installed: nothing to compare
         return
     if not getattr(IPyNbCell.compare_outputs, "attnlab", False):
         IPyNbCell.compare_outputs = compare_claims_outputs(IPyNbCell.compare_outputs)
+    if not getattr(IPyNbFile.setup, "attnlab", False):
+        IPyNbFile.setup = kernel_without_figures(IPyNbFile.setup)
 
 
 def pytest_report_header(config) -> list[str]:
