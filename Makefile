@@ -37,7 +37,7 @@ test: $(STAMP) ray browser
 # kernel than those that executed the book (attnlab.notebooks.other_machine_env), with no re-execution of
 # book/: every claims table must hold at its declared precision, every verdict the same. On a sample of the
 # chapters (attnlab.notebooks.other_cpu_chapters: every paper's cheapest trained and exact chapter, then the
-# cheapest within 240 s of chapter time), so that make test stays within 20 minutes; `make test-other-cpu
+# cheapest within 150 s of chapter time), so that make test stays within 20 minutes; `make test-other-cpu
 # ALL=1` checks every chapter.
 test-other-cpu: $(STAMP)
 	env $$($(BIN)/python -c "from attnlab.notebooks import other_machine_env as e; \
