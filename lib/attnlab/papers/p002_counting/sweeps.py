@@ -31,7 +31,7 @@ import torch
 from attnlab.core.checkpoint import deadline_of, program_checkpoint
 from attnlab.core.experiment import Context, Incomplete  # noqa: F401 (raised through core; tests import it here)
 from attnlab.core.hashing import derive_seed
-from attnlab.core.params import Param, require_memory
+from attnlab.core.params import Param, ParameterError, require_memory
 from attnlab.core.train import MaskedAdam
 
 from . import bounds, paper
@@ -181,7 +181,11 @@ def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, in
     with proto.keep_weights, the weights (as `weights_from_json` reads them)."""
     cfg = ctx.config
     configs = [CountingConfig(variant, T, L, d, p, s) for (d, p) in dp for s in seeds]
-    key_of = (lambda c: {**_key(c, proto), "joint": data_seed}) if joint else (lambda c: _key(c, proto))
+    # the data stream is in the key: "joint": data_seed for one shared stream; for independent runs a
+    # nonzero data_seed (a reseeded CI run) adds "data_seed", so the keys of data_seed 0 (every stored
+    # paper-scale run) are unchanged
+    key_of = ((lambda c: {**_key(c, proto), "joint": data_seed}) if joint else
+              (lambda c: {**_key(c, proto), **({"data_seed": data_seed} if data_seed else {})}))
     keys = [key_of(c) for c in configs]
 
     deadline_of(ctx)  # the run's time limit, from now on (absolute: the same for every worker of a cluster)
@@ -207,8 +211,28 @@ def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, in
     return [{"variant": variant, "d": c.d, "p": c.p, "seed": c.seed, **row} for c, row in zip(configs, found)]
 
 
+def seed_list(cfg: dict, name: str = "seed_list") -> list[int]:
+    """The chapter's seeds (seeds are replicas, issue 27), refused with a ParameterError when one repeats
+    (a repeated seed would count one run twice in a row judged over seeds)."""
+    seeds = list(cfg[name])
+    if len(set(seeds)) != len(seeds):
+        raise ParameterError(f"parameter {name!r}: value {seeds!r} has repeated seeds; give distinct seed ids")
+    return seeds
+
+
+def seed_param(paper_runs: str = "paper: 5 runs") -> Param:
+    """The seed knob shared by the trained chapters: `attnlab run ID -p seed_list '[3, 4, 5]'` reruns
+    the chapter with other seeds (tests/test_reseed.py)."""
+    return Param("seed_list", "int_list", f"list of distinct seed ids: model seeds, trained as replicas ({paper_runs})",
+                 min=0, max=2**31 - 1)
+
+
+DATA_SEED = Param("data_seed", "int", "seed of the training data stream(s) (with joint: the one stream every seed shares)",
+                  min=0, max=2**31 - 1)
+
+
 def sweep_grid(ctx: Context, variants, T: int, L: int, d_list: list[int], p_list: list[int],
-               seeds: list[int]) -> dict:
+               seeds: list[int], data_seed: int = 0) -> dict:
     """Train (or load) the (d, p, seed) grid of every variant at (T, L) with the protocol of
     ctx.config (Figs. 1, 2, 10-14). Returns T, L, d_list, p_list, seeds, majority (2/L), rows
     {variant: [{d, p, seed, final_accuracy, best_accuracy, n_params}]} (no curves) and bounds
@@ -217,7 +241,7 @@ def sweep_grid(ctx: Context, variants, T: int, L: int, d_list: list[int], p_list
     dp = [(d, p) for d in d_list for p in p_list]
     rows = {}
     for v in variants:
-        got = run_sweep(ctx, v, T, L, dp, seeds, proto, joint=ctx.config.get("joint", False))
+        got = run_sweep(ctx, v, T, L, dp, seeds, proto, data_seed=data_seed, joint=ctx.config.get("joint", False))
         rows[v] = [{k: r[k] for k in ("d", "p", "seed", "final_accuracy", "best_accuracy", "n_params")} for r in got]
     return {"T": T, "L": L, "d_list": list(d_list), "p_list": list(p_list), "seeds": list(seeds),
             "majority": 2 / L, "rows": rows,
@@ -274,3 +298,20 @@ def min_params_reaching(rows: list[dict], threshold: float) -> int | None:
     """Smallest parameter count of a run with final accuracy ≥ threshold (None if none)."""
     ok = [r["n_params"] for r in rows if r["final_accuracy"] >= threshold]
     return min(ok) if ok else None
+
+
+# Precision of the trained rows judged over seeds (`ClaimsTable.add_seeds`): the band around a
+# threshold inside which a seed counts as undecided. An accuracy is measured on a fixed eval set and
+# printed to three digits: half a point (ACC_ATOL) is the most that float noise of another CPU moves
+# an accuracy that has settled; the run-to-run variation itself is the seeds' spread. A ratio of two
+# trained statistics (RATIO_RTOL) is as precise as its factors, 5 %.
+ACC_ATOL = 0.005
+RATIO_RTOL = 0.05
+
+
+def by_seed(rows: list[dict]) -> dict[int, list[dict]]:
+    """{seed: that seed's rows}, in seed order (a chapter's seeds are replicas: one value per seed)."""
+    out: dict[int, list[dict]] = {}
+    for r in sorted(rows, key=lambda r: r["seed"]):
+        out.setdefault(r["seed"], []).append(r)
+    return out

@@ -98,3 +98,26 @@ def test_grids_reduce_over_seeds_and_mark_stars_and_dots():
     assert np.isnan(g["mean"][1, 1])  # (2, 4) was not trained
     assert g["stars"].tolist() == [[False, False], [True, False]]
     assert g["dots"].tolist() == [[False, True], [False, False]]
+
+
+def test_independent_runs_on_another_data_stream_are_another_key_and_data_seed_0_keeps_the_old_key(tmp_path):
+    proto = Protocol(steps=10, batch_size=16, lr=1e-2, lr_end=1e-3, eval_n=100)
+    c = ctx(tmp_path)
+    base = run_sweep(c, "dot", T, L, [(3, 2)], [0], proto)
+    assert c.store.computed == 1
+    c0 = ctx(tmp_path)
+    assert run_sweep(c0, "dot", T, L, [(3, 2)], [0], proto, data_seed=0) == base and c0.store.computed == 0
+    c1 = ctx(tmp_path)
+    other = run_sweep(c1, "dot", T, L, [(3, 2)], [0], proto, data_seed=1)
+    assert c1.store.computed == 1 and other[0]["loss_curve"] != base[0]["loss_curve"]
+
+
+def test_seed_list_refuses_a_repeated_seed_and_by_seed_groups_in_seed_order():
+    from attnlab.core.params import ParameterError
+
+    from .sweeps import by_seed, seed_list
+    assert seed_list({"seed_list": [2, 0, 1]}) == [2, 0, 1]
+    with pytest.raises(ParameterError, match="parameter 'seed_list'.*repeated"):
+        seed_list({"seed_list": [0, 1, 0]})
+    rows = [{"seed": s, "x": i} for i, s in enumerate([1, 0, 1])]
+    assert by_seed(rows) == {0: [{"seed": 0, "x": 1}], 1: [{"seed": 1, "x": 0}, {"seed": 1, "x": 2}]}
