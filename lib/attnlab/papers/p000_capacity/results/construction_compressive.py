@@ -130,9 +130,12 @@ def claims(result: dict) -> ClaimsTable:
     t.add("4", "§5: more heads localise the leakage: normalised margin (min true − max false)/d_k, best h minus h = 1",
           paper="> 0", ours=adv, holds=adv >= 0.08, tolerance="≥ 0.08", asserted=True, source="text")
     f1 = {h: float(np.mean(v)) for h, v in by_head(result, "f1_tau").items()}
-    t.add("5", f"monotonicity: an exact build is exact in every context, micro-F1 at τ = d_k/2 (ℓ = 16, ρ = 0.5), h = {best}",
-          paper=1.0, ours=f1[best], holds=f1[best] == 1.0, tolerance="= 1",
-          asserted=True, source="text")
+    # exact on the full m × m score matrix implies exact in every context (restriction only removes
+    # distractors): a logical consequence checked on sampled contexts, so a consistency check
+    t.consistency("5", f"monotonicity: an exact build is exact in every context, micro-F1 at τ = d_k/2 (ℓ = 16, ρ = 0.5), "
+                       f"h = {best} (implied by exactness on the full score matrix)",
+                  expected=1.0, ours=f1[best], holds=f1[best] == 1.0, tolerance="= 1",
+                  asserted=True, source="text")
     if h_thm in exact:
         tr = min(by_head(result, "min_true")[h_thm])
         fa = max(by_head(result, "max_abs_false")[h_thm])
@@ -145,8 +148,10 @@ def claims(result: dict) -> ClaimsTable:
     t.add("7", f"Lemma B.3(2): max over i, k, S ∈ {{V_k∖i, T_k}} of ‖δ_i,S‖² ≤ C2 = 2 (m = {lem['m']}, B = d = {lem['d']})",
           paper=paper.LEMMA_B3_C2, ours=lem["max_leak"], holds=lem["max_leak"] <= paper.LEMMA_B3_C2,
           tolerance="≤ 2", asserted=True, source="text")
-    t.add("8", "Lemma B.3 proof: the mean leakage mass is (size of S)/d = 1", paper=1.0, ours=lem["mean_leak"],
-          holds=abs(lem["mean_leak"] - 1) <= 0.05, tolerance="within 5%", asserted=True, source="text")
+    # E‖δ_i,S‖² = |S|/d follows from the embeddings' distribution: an identity checked by sampling
+    t.consistency("8", "Lemma B.3 proof: the mean leakage mass is (size of S)/d = 1 (an expectation the embeddings' "
+                       "distribution fixes, checked by sampling)", expected=1.0, ours=lem["mean_leak"],
+                  holds=abs(lem["mean_leak"] - 1) <= 0.05, tolerance="within 5%", asserted=True, source="text")
     t.consistency("9", "Lemma B.3(3): the cross term max abs(Σ δ_i(s) δ_j(π(s))) in units of √(ln m / d) (the constant C3)",
                   expected="O(1)", ours=lem["C3"], holds=lem["C3"] < 5, tolerance="< 5")
     t.not_run("10", "the same at m = 4096, d = 1024, h up to 64, 10 seeds", paper="multi-head exact",
