@@ -118,21 +118,21 @@ def claims(result: dict) -> ClaimsTable:
                   expected="2k, 2n, 2", ours="2k, 2n, 2" if ok else "other", holds=ok, asserted=True)
     pr = result["perms"]
     frac = min(v["routed"] / v["tried"] for v in pr.values())
-    t.add("2", "Beneš (1965) via App. A.4: every permutation is routed by node-disjoint paths "
-          f"(n = 4 all 24, n = 8 {pr['8']['tried']}, n = 16 {pr['16']['tried']}; fraction routed)",
-          paper=1.0, ours=frac, holds=frac == 1.0, tolerance="= 1", asserted=True, source="text")
+    t.consistency("2", "Beneš (1965) via App. A.4: every permutation is routed by node-disjoint paths "
+                  f"(n = 4 all 24, n = 8 {pr['8']['tried']}, n = 16 {pr['16']['tried']}; fraction routed)",
+                  expected=1.0, ours=frac, holds=frac == 1.0, tolerance="= 1", asserted=True, source="text")
     rows = result["mpc"]["rows"]
     corr = min(r["correct"] / r["instances"] for r in rows)
     n_inst = sum(r["instances"] for r in rows)
-    t.add("3", f"Lemma B.1: every tuple reaches its destination exactly once ({n_inst} MPC rounds; "
-          "p = 4 every size matrix, p = 8, 16 random)", paper=1.0, ours=corr, holds=corr == 1.0,
-          tolerance="= 1", asserted=True, source="text")
+    t.consistency("3", f"Lemma B.1: every tuple reaches its destination exactly once ({n_inst} MPC rounds; "
+                  "p = 4 every size matrix, p = 8, 16 random)", expected=1.0, ours=corr, holds=corr == 1.0,
+                  tolerance="= 1", asserted=True, source="text")
     load = max(r["max_received"] / r["s"] for r in rows)
-    t.add("4", "Facts 1–2: no machine ever holds more than s tuples (largest load / s)", paper=1.0, ours=load,
-          holds=load <= 1.0, tolerance="≤ 1", asserted=True, source="text")
+    t.consistency("4", "Facts 1–2: no machine ever holds more than s tuples (largest load / s)", expected=1.0, ours=load,
+                  holds=load <= 1.0, tolerance="≤ 1", asserted=True, source="text")
     half = max(r["max_half"] / r["s"] for r in rows)
-    t.add("5", "data-agnostic version: each half of the 2s-slot memory holds ≤ s tuples (largest half / s)",
-          paper=1.0, ours=half, holds=half <= 1.0, tolerance="≤ 1", asserted=True, source="text")
+    t.consistency("5", "data-agnostic version: each half of the 2s-slot memory holds ≤ s tuples (largest half / s)",
+                  expected=1.0, ours=half, holds=half <= 1.0, tolerance="≤ 1", asserted=True, source="text")
     steps_ok = all(r["steps"] + 1 <= 2 * int(np.log2(r["p"])) for r in rows)
     t.consistency("6", "2 log₂ p − 1 communication steps + 1 recombination = the 2⌈log N⌉ PCOC rounds per MPC "
                   "round of Lemma B.1", expected="2 log₂ p", ours="2 log₂ p" if steps_ok else "more",

@@ -86,12 +86,12 @@ def claims(result: dict) -> ClaimsTable:
     t = ClaimsTable()
     b3 = result["lemma_b3"]
     ratios = [r["err"] / r["eps"] for r in b3["at_eps"]]
-    t.add("1", "Lemma B.3: at T = ½ ln(n/ε) every entry of softmax(P W_Q W_K^T P^T) is within ε of Ā "
-          "(max error / ε over n, ε and random patterns)", paper=1.0, ours=max(ratios),
-          holds=max(ratios) <= 1 + 1e-9, tolerance="≤ 1", asserted=True, source="text")
+    t.consistency("1", "Lemma B.3: at T = ½ ln(n/ε) every entry of softmax(P W_Q W_K^T P^T) is within ε of Ā "
+                  "(max error / ε over n, ε and random patterns)", expected=1.0, ours=max(ratios),
+                  holds=max(ratios) <= 1 + 1e-9, tolerance="≤ 1", asserted=True, source="text")
     over = max(max(e - b for e, b in zip(c["err"], c["bound"])) for c in b3["curves"].values())
-    t.add("2", "Lemma B.3: error ≤ exp(ln n − 2T) at every T of the grid (largest excess over the bound)",
-          paper=0.0, ours=max(over, 0.0), holds=over <= 1e-12, tolerance="≤ 1e-12", asserted=True, source="text")
+    t.consistency("2", "Lemma B.3: error ≤ exp(ln n − 2T) at every T of the grid (largest excess over the bound)",
+                  expected=0.0, ours=max(over, 0.0), holds=over <= 1e-12, tolerance="≤ 1e-12", asserted=True, source="text")
     gap = max(abs(e - x) for c in b3["curves"].values() for e, x in zip(c["err"], c["exact"]))
     t.consistency("3", "the measured error equals the exact (n−1)/(e^{2T}+n−1) (largest deviation)",
                   expected=0.0, ours=bound(gap, 1e-12), holds=gap < 1e-12, tolerance="< 1e-12", asserted=True)
@@ -101,10 +101,10 @@ def claims(result: dict) -> ClaimsTable:
     b6 = result["remark_b6"]["rows"]
     worst = max(r["max_err"] for r in b6)
     kappa = max(r["max_cond_P"] for r in b6)
-    t.add("5", f"Remark B.6: W_Q = P⁻¹ ln(B) P⁻ᵀ realises any softmax pattern B exactly "
-          f"(worst entry error, n ∈ {[r['n'] for r in b6]})", paper=0.0, ours=bound(worst, 1e-8),
-          holds=worst < 1e-8,
-          tolerance=f"< 1e-8 (float64; Gaussian P, κ(P) up to {kappa:.0e})", asserted=True, source="text")
+    t.consistency("5", f"Remark B.6: W_Q = P⁻¹ ln(B) P⁻ᵀ realises any softmax pattern B exactly "
+                  f"(worst entry error, n ∈ {[r['n'] for r in b6]})", expected=0.0, ours=bound(worst, 1e-8),
+                  holds=worst < 1e-8,
+                  tolerance=f"< 1e-8 (float64; Gaussian P, κ(P) up to {kappa:.0e})", asserted=True, source="text")
     ranks_ok = all(r["min_rank_centred_logB"] == r["n"] - 1 for r in b6)
     t.consistency("6", "the row-centred ln B has rank n − 1, so self-attention on inputs of rank < n − 1 "
                   "cannot realise B (the caveat of Remark B.6)", expected="n − 1",

@@ -81,9 +81,9 @@ def claims(result: dict) -> ClaimsTable:
                   tolerance="±5e-5", asserted=True, source="text")
     big = [r for r in result["mc"] if r["n"] >= 3]
     excess = max((r["mc"] - r["bound"]) / r["se"] for r in big)
-    t.add("2", f"Eq. (27) bounds p_in for n ≥ 3 (largest (Monte Carlo − bound)/σ over n ∈ "
-          f"{sorted({r['n'] for r in big})}, c ∈ {[f'{c:g}' for c in sorted({r['c'] for r in big})]})".replace("'", ""), paper="≤ 0", ours=excess,
-          holds=excess <= 3.0, tolerance="≤ 3σ", asserted=True, source="text")
+    t.consistency("2", f"Eq. (27) bounds p_in for n ≥ 3 (largest (Monte Carlo − bound)/σ over n ∈ "
+                  f"{sorted({r['n'] for r in big})}, c ∈ {[f'{c:g}' for c in sorted({r['c'] for r in big})]})".replace("'", ""), expected="≤ 0", ours=excess,
+                  holds=excess <= 3.0, tolerance="≤ 3σ", asserted=True, source="text")
     tight = min(r["mc"] / r["bound"] for r in big)
     t.consistency("3", "… and is nearly tight: smallest Monte Carlo / bound over the same grid", expected="≤ 1",
                   ours=tight, holds=tight <= 1.0 + 1e-9, tolerance="observation")
