@@ -34,6 +34,12 @@ def test_theory_claims_hold_and_results_are_stored(tmp_path):
 
 
 def test_tiny_training_sweep_runs(tmp_path):
-    r = _run(fig2_ngram_heads, tmp_path, D=8, heads=[1, 2, 8], steps=5, n_eval=16, L=6)
-    assert set(r["best"]) == {"1", "2", "8"} and fig2_ngram_heads.shape(r)["argmin"] in (1, 2, 8)
+    r = _run(fig2_ngram_heads, tmp_path, D=8, heads=[1, 2, 8], steps=5, n_eval=16, L=6, seeds=2, seed=3)
+    assert set(r["best"]) == {"1", "2", "8"} and sorted({x["seed"] for x in r["runs"]}) == [3, 4]
+    sh = fig2_ngram_heads.shape(r)
+    assert set(sh["seeds"]) == {3, 4} and all(v["argmin"] in (1, 2, 8) for v in sh["seeds"].values())
+    rows = {c.key: c for c in fig2_ngram_heads.claims(r).rows}
+    assert rows["1"].ours.endswith("2 seeds)")  # judged over both seeds (the seed rule)
     assert fig2_ngram_heads.EXPERIMENTS[0].stored("full") is None
+    with pytest.raises(ParameterError, match="seed"):
+        fig2_ngram_heads.EXPERIMENTS[0].config("ci", seed=-1)
