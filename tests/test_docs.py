@@ -109,3 +109,9 @@ def test_the_changelog_compares_every_chapter_with_the_recorded_snapshot(tmp_pat
     assert f"| {second['key']} | {second['claim']} | (new row) |" in text
     assert f"| {third['key']} | {third['claim']} |" not in text  # unchanged rows are not listed
     assert json.loads(VERDICTS_BEFORE.read_text())["chapters"], "the recorded snapshot is empty"
+
+
+def test_the_readme_counts_the_verdicts_of_the_executed_chapters():
+    from attnlab.notebooks import verdict_counts_table
+
+    assert verdict_counts_table() in README.read_text(), "the README's verdict counts are stale: run `attnlab book`"

@@ -493,6 +493,18 @@ ABOUT_PAGES = ("rerun", "scorecard", "changelog", "errata", "costs", "performanc
 VERDICTS_BEFORE = REPO_ROOT / "results" / "verdicts" / "e975048.json"  # the rows before issue 27's reseeding
 
 
+def verdict_counts_table() -> str:
+    """The README's table: per paper, its chapters and how many claims rows of each verdict kind the executed
+    chapters show (the scorecard's first table, with links that work on a code host)."""
+    out = ["| paper | chapters | " + " | ".join(VERDICT_MARK[k] for k in KINDS) + " |", "|---|---|" + "---|" * len(KINDS)]
+    for pkg in packages():
+        exps = [e for e in registry().values() if e.paper == pkg.ID]
+        n = count_kinds([r for e in exps if e.executed.exists() for r in claims_of(e.executed)])
+        out.append(f"| [{pkg.ID[:3]} {pkg.TITLE.split(':')[0]}](book/{pkg.ID}/overview.md) | {len(exps)} | "
+                   + " | ".join(str(n[k]) for k in KINDS) + " |")
+    return "\n".join(out)
+
+
 def changelog_tables(snapshot: Path = VERDICTS_BEFORE) -> str:
     """The changelog page's generated part: per paper, the claims of each verdict kind in a recorded
     snapshot of the executed chapters (`snapshot`: JSON, each chapter's rows as key, claim and kind,
@@ -568,7 +580,7 @@ def toc_yaml() -> str:
 
 def write_generated_pages() -> None:
     """Write _toc.yml, book/scorecard.md, the tables of the intro and of the paper overview pages, and the
-    generated tables of book/costs.md (`cost_table`), book/changelog.md (`changelog_tables`) and book/performance.md (`bench.performance_tables`),
+    generated tables of book/costs.md (`cost_table`), book/changelog.md (`changelog_tables`), the README's verdict counts (`verdict_counts_table`) and book/performance.md (`bench.performance_tables`),
     the campaign plan (results/campaign.toml, `campaign.write_plan`) and the errata pages (`errata`)."""
     (REPO_ROOT / "_toc.yml").write_text(toc_yaml())
     (BOOK / "scorecard.md").write_text(scorecard_markdown())
@@ -577,6 +589,7 @@ def write_generated_pages() -> None:
         _replace_between(BOOK / pkg.ID / "overview.md", "status", status_table(pkg.ID))
     _replace_between(BOOK / "costs.md", "costs", cost_table())
     _replace_between(BOOK / "changelog.md", "changes", changelog_tables())
+    _replace_between(REPO_ROOT / "README.md", "verdicts", verdict_counts_table())
     from .bench import performance_tables
 
     _replace_between(BOOK / "performance.md", "bench", performance_tables())
