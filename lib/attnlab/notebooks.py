@@ -596,8 +596,9 @@ def write_generated_pages() -> None:
     from .campaign import write_plan
 
     write_plan()  # results/campaign.toml: what each chapter's paper-scale run unlocks and costs
-    from .errata import write_errata_pages
+    from .errata import write_errata_pages, write_overview_pages
 
+    write_overview_pages()  # book/<paper>/overview.md from lib/attnlab/papers/<pkg>/overview.md.in
     write_errata_pages()  # book/<paper>/errata.md from the papers' errata sources and the executed chapters
 
 
