@@ -65,13 +65,13 @@ def cell_grid(m: int, d: int, heads, dks, window: tuple[float, float] | None = N
 
 
 def sweep_keys(cells, heads, dks, seeds: int, *, steps: int, lr: float, n_val: int, n_test: int,
-               window: tuple[float, float] | None = None, table2: bool = False) -> list[dict]:
-    """One store key per run. `steps`: the cap; with `table2`, each cell's own cutoff (Table 2,
-    never above the cap)."""
+               window: tuple[float, float] | None = None, table2: bool = False, first_seed: int = 0) -> list[dict]:
+    """One store key per run, seeds first_seed .. first_seed + seeds - 1. `steps`: the cap; with
+    `table2`, each cell's own cutoff (Table 2, never above the cap)."""
     keys = []
     for m, d in cells:
         cut = min(paper.TABLE2_STEPS.get((m, d), paper.TABLE2_DEFAULT), steps) if table2 else steps
-        for s in range(seeds):
+        for s in range(first_seed, first_seed + seeds):
             for h, D in cell_grid(m, d, heads, dks, window):
                 keys.append({"what": "capacity-run", "m": m, "d": d, "h": h, "D_K": D, "seed": s, "steps": cut,
                              "lr": lr, "n_val": n_val, "n_test": n_test})
@@ -126,6 +126,12 @@ def by_cell(runs: list[dict]) -> dict[tuple[int, int], list[dict]]:
     for r in runs:
         out.setdefault((r["m"], r["d"]), []).append(r)
     return out
+
+
+def seed_thresholds(runs: list[dict], level: float = paper.PASS_F1) -> list[dict[tuple[int, int], dict]]:
+    """`thresholds` of each seed's own runs, in seed order (the seed rule judges a trained D_K* per seed)."""
+    seeds = sorted({r["seed"] for r in runs})
+    return [thresholds([r for r in runs if r["seed"] == s], level) for s in seeds]
 
 
 def thresholds(runs: list[dict], level: float = paper.PASS_F1) -> dict[tuple[int, int], dict]:
