@@ -133,9 +133,14 @@ def claims(result: dict) -> ClaimsTable:
                   expected=0.0, ours=bound(g["eps_d"], 1e-12), holds=g["eps_d"] < 1e-12, tolerance="< 1e-12", asserted=True)
     ratio = [g["rho"][str(B)] * d / B for B in cfg["gun_blocks"] if B >= d // 2]
     small = [g["rho"][str(B)] * d / B for B in cfg["gun_blocks"] if B < d // 2]
-    t.add("2", "Cor. B.6: ρ(B) ≲ B/d for GUN (ρ(B) d / B for B ≥ d/2; worst case over all i and all S)",
-          paper="O(1)", ours=f"{min(ratio):.2f} – {max(ratio):.2f}" if ratio else None,
-          holds=(max(ratio) < 4) if ratio else None, tolerance="< 4", asserted=bool(ratio), source="text")
+    text2 = "Cor. B.6: ρ(B) ≲ B/d for GUN (ρ(B) d / B for B ≥ d/2; worst case over all i and all S)"
+    if ratio:
+        # for B ≥ d/2, B/d ≥ 1/2: any ρ(B) ≤ 2 keeps the ratio under 4, so this range of B cannot tell ρ ∝ B/d from
+        # a ρ that does not shrink with B at all (the small blocks, row 2b, are where the scaling shows)
+        t.inconclusive("2", text2, paper="O(1)", ours=f"{min(ratio):.2f} – {max(ratio):.2f}",
+                       why="< 4 here, but at B ≥ d/2 any ρ(B) ≤ 2 passes: it cannot separate ρ ∝ B/d from a constant")
+    else:
+        t.add("2", text2, paper="O(1)", ours=None, holds=None, tolerance="< 4", source="text")
     if small:
         t.inconclusive("2b", "the same ratio for small blocks B < d/2 (the worst subset picks the largest coherences)",
                        paper="O(1)", ours=f"{min(small):.2f} – {max(small):.2f}",
@@ -155,9 +160,10 @@ def claims(result: dict) -> ClaimsTable:
                        paper="Θ(1)", ours=best / (m * math.log(m) / d),
                        why="one (m, d): the constant of Θ(m log m / d), not its growth")
     r = result["incoherence"]["rbce"]
-    t.add("6", f"Cor. B.7: ε_d ≲ 1/√μ for RBCE (ε_d √μ, μ = d p_B = {result['mu']:.1f})", paper="O(1)",
-          ours=r["eps_d"] * math.sqrt(result["mu"]), holds=r["eps_d"] * math.sqrt(result["mu"]) < 5, tolerance="< 5",
-          asserted=True, source="text")
+    # one μ: the ratio is bounded at this point, but a scaling in μ cannot be read from a single point
+    t.inconclusive("6", f"Cor. B.7: ε_d ≲ 1/√μ for RBCE (ε_d √μ, μ = d p_B = {result['mu']:.1f})", paper="O(1)",
+                   ours=r["eps_d"] * math.sqrt(result["mu"]),
+                   why="< 5 here, but at one μ an ε_d that does not shrink with μ reads the same", source="text")
     t.consistency("7", "RBCE with X_inv = X^T/μ leaves a mean leakage: mean δ_i(s) over s ≠ i equals p_B",
                   expected=result["p_B"], ours=r["mean_delta"], holds=abs(r["mean_delta"] / result["p_B"] - 1) < 0.1,
                   tolerance="within 10%", asserted=True)
