@@ -7,13 +7,14 @@ import time
 
 import numpy as np
 
-from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.hashing import stable_hash
 from attnlab.core.params import Param, ParameterError, require_memory
 
 from .. import khop
 from .. import paper
+from .. import sweeps as S
 
 KINDS = ("standard", "positional")
 COMMAND = "attnlab run 001-positional/k-hop --scale full --headless"
@@ -39,17 +40,20 @@ PARAMS = (
     Param("checkpoint_every", "int", "steps between checkpoints of a program; 0 = none", min=0, max=10_000_000),
     Param("time_limit", "float", "minutes after which a run stops at a checkpoint (0 = no limit)", min=0.0,
           max=10_000.0),
+    S.SEED_PARAM,
 )
 PRESETS = {
     # smoke run: 2 layers, E = 24, batch 32, 200 steps at lr 3e-3 (in our CPU calibration run the task was not
     # learned in 1,500 steps at the paper's width; here only the generator and the OOD collapse are checked)
+    # three trials (each its own training set and batches, as the paper's) as replicas of one program; 250
+    # ID and OOD test strings (the former one-trial preset: 500) pay for part of the two extra trials
     "ci": dict(seq_len=30, max_hops=3, embed=24, heads=3, layers_list=[2], layer_sweep_samples=4000,
-               samples_list=[4000], sample_sweep_layers=2, seeds=1, iterations=200, batch=32, lr=3e-3,
-               weight_decay=0.1, clip=1.0, test_samples=500, checkpoint_every=0, time_limit=0.0),
+               samples_list=[4000], sample_sweep_layers=2, seeds=3, iterations=200, batch=32, lr=3e-3,
+               weight_decay=0.1, clip=1.0, test_samples=250, checkpoint_every=0, time_limit=0.0, seed=0),
     "full": dict(seq_len=30, max_hops=3, embed=60, heads=3, layers_list=list(range(1, 9)),
                  layer_sweep_samples=50_000, samples_list=list(paper.KHOP_SAMPLES_FULL), sample_sweep_layers=8,
                  seeds=10, iterations=100_000, batch=64, lr=5e-4, weight_decay=0.1, clip=1.0, test_samples=1000,
-                 checkpoint_every=5000, time_limit=7.0),
+                 checkpoint_every=5000, time_limit=7.0, seed=0),
 }
 
 PROTO_KEYS = ("seq_len", "max_hops", "embed", "heads", "iterations", "batch", "lr", "weight_decay", "clip",
@@ -61,7 +65,7 @@ def runs_of(cfg: dict) -> list[dict]:
     points = [(l, cfg["layer_sweep_samples"]) for l in cfg["layers_list"]]
     points += [(cfg["sample_sweep_layers"], n) for n in cfg["samples_list"]]
     points = sorted(set(points))
-    return [{"kind": k, "layers": l, "samples": n, "seed": s} for s in range(cfg["seeds"]) for (l, n) in points
+    return [{"kind": k, "layers": l, "samples": n, "seed": s} for s in S.seed_list(cfg) for (l, n) in points
             for k in KINDS]
 
 
@@ -117,10 +121,10 @@ def compute(ctx: Context) -> dict:
     limit = cfg["time_limit"]
     deadline = time.time() + 60 * limit if limit else None
 
-    def plan(missing):
+    def plan(missing):  # CI: every trial one program (each replica keeps its own data); else one per trial
         groups: dict[int, list[int]] = {}
         for i in missing:
-            groups.setdefault(runs[i]["seed"], []).append(i)
+            groups.setdefault(0 if cfg["scale"] == "ci" else runs[i]["seed"], []).append(i)
         return [g for _, g in sorted(groups.items())]
 
     def train(group):
@@ -167,15 +171,20 @@ def claims(result: dict, full: dict | None = None) -> ClaimsTable:
     by = {k: [r for r in runs if r["kind"] == k] for k in KINDS}
     id_acc = {k: float(np.median([r["id_accuracy"] for r in by[k]])) for k in KINDS}
     ood_acc = {k: float(np.median([r["ood_accuracy"] for r in by[k]])) for k in KINDS}
-    learned = min(id_acc.values()) - g["chance"]
+    per = [[r for r in runs if r["seed"] == s] for s in S.seed_list(result["config"])]  # every model, per seed
+    learned = [min(r["id_accuracy"] for r in rs) - g["chance"] for rs in per]
     t.consistency("3", f"the smoke run learned beyond the best constant guess per position (chance {g['chance']:.2f}): "
-                  "least ID token accuracy − chance", expected="> 0.05", ours=learned, holds=learned > 0.05,
-                  tolerance="> 0.05", asserted=True)
-    gap = min(id_acc[k] - ood_acc[k] for k in KINDS)
-    t.add("4", "§7.2, Fig. 5: both architectures fail OOD (alphabet f–j): ID − OOD token accuracy, the smaller "
-          f"of the two (standard {id_acc['standard']:.2f} → {ood_acc['standard']:.2f}, positional "
-          f"{id_acc['positional']:.2f} → {ood_acc['positional']:.2f})", paper="both poor OOD", ours=gap,
-          holds=gap >= 0.15, tolerance="≥ 0.15", asserted=True, source="text")
+                  "per seed, least ID token accuracy − chance", expected="> 0.05", ours=seed_summary(learned),
+                  holds=min(learned) > 0.05, tolerance="> 0.05 in every seed", asserted=True)
+    gap = [min(r["id_accuracy"] - r["ood_accuracy"] for r in rs) for rs in per]
+    t.consistency("4", "§7.2, Fig. 5: both architectures fail OOD (alphabet f–j): per seed, ID − OOD token accuracy, "
+                  f"the smaller of the two (median OOD token accuracy: standard {ood_acc['standard']:.2f}, positional "
+                  f"{ood_acc['positional']:.2f}; ID: standard {id_acc['standard']:.2f}, positional "
+                  f"{id_acc['positional']:.2f}); a consequence of the "
+                  "vocabulary (row 4b: no model can emit f–j), so it could not fail for a model that generalised: "
+                  "it checks that the models learned in distribution, not the paper's claim",
+                  expected="both poor OOD", ours=seed_summary(gap), holds=min(gap) >= 0.15,
+                  tolerance="≥ 0.15 in every seed", asserted=True, source="text")
     emitted = max(r["ood_letter_predictions"] for r in runs)
     bound = g["ood_tilde_fraction"]
     above = max(r["ood_accuracy"] for r in runs) - bound
@@ -185,9 +194,10 @@ def claims(result: dict, full: dict | None = None) -> ClaimsTable:
                   expected="≤ 0.02; ≤ 0", ours=f"{emitted:.3f}; {above:+.3f}", holds=emitted <= 0.02 and above <= 1e-9,
                   tolerance="≤ 0.02; ≤ 0",
                   asserted=True)
-    ratio = float(np.median([r["id_loss"] for r in by["standard"]]) / np.median([r["id_loss"] for r in by["positional"]]))
-    t.inconclusive("5", "Fig. 3: standard reaches near-zero ID loss, positional worse (ID loss standard / positional)",
-                   paper="≪ 1", ours=ratio, why="smoke run: neither model has learned the task (nor in our 1,500-step calibration "
+    ratio = [np.median([r["id_loss"] for r in rs if r["kind"] == "standard"])
+             / np.median([r["id_loss"] for r in rs if r["kind"] == "positional"]) for rs in per]
+    t.inconclusive("5", "Fig. 3: standard reaches near-zero ID loss, positional worse (per seed, ID loss standard / "
+                   "positional)", paper="≪ 1", ours=seed_summary(ratio), why="smoke run: neither model has learned the task (nor in our 1,500-step calibration "
                    "run); paper scale only", source="text")
     _paper_scale(t, full)
     return t
