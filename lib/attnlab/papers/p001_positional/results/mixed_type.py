@@ -8,13 +8,14 @@ import time
 
 import numpy as np
 
-from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.hashing import stable_hash
 from attnlab.core.params import Param, ParameterError, require_memory
 
 from .. import mixed
 from .. import paper
+from .. import sweeps as S
 
 KINDS = ("standard", "positional")
 COMMAND = "attnlab run 001-positional/mixed-type --scale full --headless"
@@ -39,20 +40,24 @@ PARAMS = (
     Param("checkpoint_every", "int", "steps between checkpoints of a program; 0 = none", min=0, max=10_000_000),
     Param("time_limit", "float", "minutes after which a run stops at a checkpoint (0 = no limit)", min=0.0,
           max=10_000.0),
+    S.SEED_PARAM,
 )
 PRESETS = {
-    # calibrated (see the chapter): E = hidden = 16, batch 32, 150 steps at 5e-3 on 4,000 prompts
+    # calibrated (see the chapter): E = hidden = 16, batch 32, 150 steps at 5e-3 on 4,000 prompts; three seeds
+    # as replicas of each program (they share the training prompts and batches). Three replicas at 150 steps
+    # cost 1.2x one (measured: 17.9 s of compute against 14.8 s for the whole former chapter), so 110 steps
+    # and 400 test prompts per scale
     "ci": dict(variant_min=True, variant_sum=True, variant_multitask=False, samples_list=[4000], fig6_samples=4000,
-               scales=[1, 2, 5, 10], embed=16, hidden=16, layers=3, seeds=1, steps=150, epochs=0, batch=32,
-               lr=5e-3, test_samples=500, checkpoint_every=0, time_limit=0.0),
+               scales=[1, 2, 5, 10], embed=16, hidden=16, layers=3, seeds=3, steps=110, epochs=0, batch=32,
+               lr=5e-3, test_samples=400, checkpoint_every=0, time_limit=0.0, seed=0),
     # a longer CPU run (minutes): the paper's width, 1,500 steps of 64 on 10,000 prompts, 2 trials
     "medium": dict(variant_min=True, variant_sum=True, variant_multitask=False, samples_list=[10_000],
                    fig6_samples=10_000, scales=[1, 2, 5, 10], embed=32, hidden=32, layers=3, seeds=2, steps=1500,
-                   epochs=0, batch=64, lr=2e-3, test_samples=1000, checkpoint_every=0, time_limit=0.0),
+                   epochs=0, batch=64, lr=2e-3, test_samples=1000, checkpoint_every=0, time_limit=0.0, seed=0),
     "full": dict(variant_min=True, variant_sum=True, variant_multitask=True,
                  samples_list=list(paper.MIXED_SAMPLES_FULL), fig6_samples=50_000, scales=list(range(1, 11)),
                  embed=32, hidden=32, layers=3, seeds=10, steps=1, epochs=2000, batch=1024, lr=5e-4,
-                 test_samples=1000, checkpoint_every=5000, time_limit=7.0),
+                 test_samples=1000, checkpoint_every=5000, time_limit=7.0, seed=0),
 }
 
 
@@ -112,10 +117,11 @@ def compute(ctx: Context) -> dict:
                                  for c in cfg["scales"]} for v in variants})
     sizes = sorted(set(cfg["samples_list"]) | {cfg["fig6_samples"]})
     runs = [{"kind": k, "variant": v, "samples": n, "seed": s} for v in variants for n in sizes for k in KINDS
-            for s in range(cfg["seeds"])]
+            for s in S.seed_list(cfg)]
     proto_keys = ("scales", "embed", "hidden", "layers", "batch", "lr", "test_samples")
-    keys = [{"what": "mixed-run", **r, "steps": steps_of(cfg, r["samples"]), **{k: cfg[k] for k in proto_keys}}
-            for r in runs]
+    data = cfg["seed"]  # the training prompts and batches move with the first seed (0: the book's, keys unchanged)
+    keys = [{"what": "mixed-run", **r, "steps": steps_of(cfg, r["samples"]), **{k: cfg[k] for k in proto_keys},
+             **({"data": data} if data else {})} for r in runs]
     limit = cfg["time_limit"]
     deadline = time.time() + 60 * limit if limit else None
 
@@ -132,7 +138,7 @@ def compute(ctx: Context) -> dict:
         proto.update(heads=2, steps=steps_of(cfg, r0["samples"]), checkpoint_every=cfg["checkpoint_every"])
         ck = str(ctx.store.dir / "checkpoints" / (stable_hash([keys[i] for i in group]) + ".pt"))
         rows = mixed.train_program(r0["kind"], r0["variant"], r0["samples"], [runs[i]["seed"] for i in group], proto,
-                                   ctx.device, checkpoint=ck, deadline=deadline, progress=ctx.progress)
+                                   ctx.device, checkpoint=ck, deadline=deadline, progress=ctx.progress, data=data)
         for i, row in zip(group, rows):
             yield i, row, row["seconds"]
 
@@ -168,7 +174,18 @@ def by_samples(result: dict, variant: str, kind: str, split: str) -> dict:
     return out
 
 
+def per_seed(result: dict, variant: str, kind: str, c, samples: int | None = None) -> np.ndarray:
+    """The test MSE at scale c of each seed (seed order), at `samples` (default: Fig. 6's)."""
+    n = samples or result["config"]["fig6_samples"]
+    return np.array([r["test_mse"][str(c)] for r in result["runs"]
+                     if r["variant"] == variant and r["kind"] == kind and r["samples"] == n], dtype=float)
+
+
 def claims(result: dict, full: dict | None = None) -> ClaimsTable:
+    """Fig. 6 at CI scale; every trained value per seed (`seed_summary`, `add_seeds`). The OOD rows (4, 5)
+    are judged only where every model reads the query (ID MSE below the query-ignoring predictor's):
+    otherwise both models have learned a function of the values alone, and their OOD ratio says nothing
+    about the paper's claim (inconclusive)."""
     t = ClaimsTable(rtol=TRAINED_RTOL)
     g = result["generator"]
     ok = g["worst_answer_error"] <= 0.021 and g["bad_ids"] == g["bad_noise"] == g["bad_values"] == 0
@@ -179,35 +196,47 @@ def claims(result: dict, full: dict | None = None) -> ClaimsTable:
                   f"{g['bad_ids'] + g['bad_noise'] + g['bad_values']} bad", holds=ok, tolerance="≤ 0.021; 0",
                   asserted=True)
     cfg = result["config"]
-    cmax = str(max(cfg["scales"]))
+    cmax = max(cfg["scales"])
+    steps = steps_of(cfg, cfg["fig6_samples"])
     for v in variants_of(cfg):
-        med = {k: by_scale(result, v, k)["median"] for k in KINDS}
-        cs = [str(c) for c in cfg["scales"]]
         base = result["baselines"][v]
-        fit = max(med[k][cs.index("1")] / base["1"]["constant"] for k in KINDS) if "1" in cs else None
-        if fit is not None:
-            t.consistency(f"{v}-1", f"{v}: both models learned beyond the constant predictor in distribution (largest "
-                          "ID MSE / the training-mean predictor's)", expected="< 0.3", ours=fit, holds=fit < 0.3,
-                          tolerance="< 0.3", asserted=True)
-            id_ratio = med["standard"][cs.index("1")] / med["positional"][cs.index("1")]
-            t.consistency(f"{v}-2", f"{v}: comparable in distribution (ID MSE standard / positional)",
-                          expected="1/3 – 3", ours=id_ratio, holds=1 / 3 <= id_ratio <= 3, tolerance="1/3 – 3",
+        mse = {k: {c: per_seed(result, v, k, c) for c in cfg["scales"]} for k in KINDS}
+        reads_query = None
+        if 1 in cfg["scales"]:
+            fit = np.max([mse[k][1] / base["1"]["constant"] for k in KINDS], axis=0)
+            t.consistency(f"{v}-1", f"{v}: both models learned beyond the constant predictor in distribution (per seed, "
+                          "the larger ID MSE / the training-mean predictor's)", expected="< 0.3", ours=seed_summary(fit),
+                          holds=bool((fit < 0.3).all()), tolerance="< 0.3 in every seed", asserted=True)
+            id_ratio = mse["standard"][1] / mse["positional"][1]
+            t.consistency(f"{v}-2", f"{v}: comparable in distribution (per seed, ID MSE standard / positional)",
+                          expected="1/3 – 3", ours=seed_summary(id_ratio),
+                          holds=bool(((1 / 3 <= id_ratio) & (id_ratio <= 3)).all()), tolerance="1/3 – 3 in every seed",
                           asserted=True)
             nq = base["1"]["no_query"]
-            best = min(med[k][cs.index("1")] for k in KINDS)
-            t.inconclusive(f"{v}-3", f"{v}, Figs. 31–33: both models fit the training data (best ID MSE; a predictor "
-                           f"that ignores the query scores {nq:.3g})", paper="fit", ours=best,
-                           why=f"{steps_of(cfg, cfg['fig6_samples']):,} steps: a model not below the query-ignoring "
-                           "predictor has not learned the conditional part of the task" if best >= nq else
-                           f"{steps_of(cfg, cfg['fig6_samples']):,} steps: below the query-ignoring predictor (it reads "
-                           "the query), not yet a fit", source="text")
-        ratio = med["standard"][cs.index(cmax)] / med["positional"][cs.index(cmax)]
-        t.add(f"{v}-4", f"{v}, Fig. 6: positional outperforms standard OOD (test MSE standard / positional at c = "
-              f"{cmax}; positional {med['positional'][cs.index(cmax)]:.3g})", paper="> 1", ours=ratio, holds=ratio >= 2,
-              tolerance="≥ 2", asserted=True, source="text")
-        below = [med["positional"][i] < med["standard"][i] for i, c in enumerate(cs) if c != "1"]
-        t.add(f"{v}-5", f"{v}, Fig. 6: positional below standard at every c > 1 (scales where it is)",
-              paper="all", ours=f"{sum(below)} of {len(below)}", holds=all(below), tolerance="all", source="text")
+            worst = np.max([mse[k][1] for k in KINDS], axis=0)  # per seed, the worse of the two models
+            reads_query = bool((worst < nq).all())
+            t.inconclusive(f"{v}-3", f"{v}, Figs. 31–33: both models fit the training data (per seed, the larger ID "
+                           f"MSE; a predictor that ignores the query scores {nq:.3g})", paper="fit",
+                           ours=seed_summary(worst),
+                           why=f"{steps:,} steps: below the query-ignoring predictor in every seed (both read the "
+                           "query), not yet a fit" if reads_query else f"{steps:,} steps: a model not below the "
+                           "query-ignoring predictor has not learned the conditional part of the task", source="text")
+        ratio = mse["standard"][cmax] / mse["positional"][cmax]
+        text = (f"{v}, Fig. 6: positional outperforms standard OOD (per seed, test MSE standard / positional at c = "
+                f"{cmax}; positional, median {float(np.median(mse['positional'][cmax])):.3g})")
+        below = np.min([mse["standard"][c] / mse["positional"][c] for c in cfg["scales"] if c != 1], axis=0)
+        text5 = f"{v}, Fig. 6: positional below standard at every c > 1 (per seed, least standard / positional MSE)"
+        if reads_query:
+            t.add_seeds(f"{v}-4", text, paper="> 1", values=ratio.tolist(), threshold=2, tolerance="≥ 2",
+                        asserted=True, source="text")
+            t.add_seeds(f"{v}-5", text5, paper="all", values=below.tolist(), threshold=1, tolerance="> 1",
+                        source="text")
+        else:
+            why = ("cannot discriminate: in some seed a model does not beat the query-ignoring predictor in "
+                   f"distribution (row {v}-3), so both fit a function of the values alone and the OOD gap is not the "
+                   "task's" if reads_query is False else "no c = 1 test: whether the models read the query is unknown")
+            t.inconclusive(f"{v}-4", text, paper="> 1", ours=seed_summary(ratio), why=why, source="text")
+            t.inconclusive(f"{v}-5", text5, paper="all", ours=seed_summary(below), why=why, source="text")
     _paper_scale(t, full)
     return t
 
