@@ -122,9 +122,10 @@ def claims(result: dict) -> ClaimsTable:
                   tolerance="0.5 – 1.5", asserted=True)
     b_max = str(max(cfg["bits"]))
     worst = min(r["dk_star"][0] / r["bit_floor"][b_max] for r in rows)
-    t.add("4", f"every empirical D_K* of Fig. 8 (lower end) lies above the b = {b_max} bit-budget floor (float "
-               "parameters; smallest ratio D_K* / floor)", paper="≥ 1", ours=worst, holds=worst >= 1, tolerance="≥ 1",
-          asserted=True, source="figure")
+    # the paper's own printed D_K* against our closed-form floor: arithmetic on its numbers, not a measurement
+    t.consistency("4", f"every empirical D_K* of Fig. 8 (lower end) lies above the b = {b_max} bit-budget floor (float "
+                       "parameters; smallest ratio D_K* / floor; the paper's printed numbers against the closed form)",
+                  expected="≥ 1", ours=worst, holds=worst >= 1, tolerance="≥ 1", asserted=True, source="figure")
     big = [r for r in rows if r["m"] >= 1024]
     spread = max(r["dk_star"][0] / r["mlog2m_d"] for r in rows) / min(r["dk_star"][0] / r["mlog2m_d"] for r in rows)
     t.inconclusive("5", "the lower bound's shape m log2 m / d orders the empirical D_K* (spread of D_K* / shape, all 16 points)",
