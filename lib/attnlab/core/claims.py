@@ -259,6 +259,23 @@ class ClaimsTable:
                                asserted and verdict != "inconclusive", source, rtol, atol))
         return self
 
+    def add_seed_outcomes(self, key: str, text: str, *, paper: Any, ours: str, holds: Sequence[bool],
+                          tolerance: str, asserted: bool = False, source: str = "") -> "ClaimsTable":
+        """The seed rule (`add_seeds`) for a claim whose per-seed outcome is yes or no on discrete values (a
+        grid point, a head count, an order): reproduced when it holds in every seed, fails when it fails in
+        every seed, inconclusive otherwise (the tolerance column says in how many seeds it held). `holds`:
+        one outcome per seed, in seed order; `ours`: the per-seed values as the reader should see them."""
+        outcomes = [bool(x) for x in holds]
+        if not outcomes:
+            raise ValueError(f"claim {key}: no seeds: a trained claim needs one outcome per seed")
+        n, k = len(outcomes), sum(outcomes)
+        every = "the seed" if n == 1 else f"each of {n} seeds"
+        if k in (0, n):
+            return self.add(key, text, paper=paper, ours=ours, holds=k == n, tolerance=f"{tolerance} in {every}",
+                            asserted=asserted, source=source)
+        return self.inconclusive(key, text, paper=paper, ours=ours, source=source,
+                                 why=f"{tolerance} in {every}: holds in {k}, fails in {n - k}")
+
     def consistency(self, key: str, text: str, *, expected: Any, ours: Any, holds: bool,
                     tolerance: str = "exact", asserted: bool = False, source: str = "",
                     rtol: float | None = None, atol: float | None = None) -> "ClaimsTable":

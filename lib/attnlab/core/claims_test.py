@@ -215,3 +215,16 @@ def test_a_seed_row_renders_in_markdown_html_and_json_and_compares_at_its_precis
         seed_summary([1.0, float("nan")])
     with pytest.raises(ValueError, match="no seeds"):
         table([])
+
+
+def test_seed_outcomes_follow_the_seed_rule():
+    t = ClaimsTable()
+    t.add_seed_outcomes("a", "every seed", paper=1, ours="1/1/1", holds=[True, True, True], tolerance="h* = 1")
+    t.add_seed_outcomes("b", "no seed", paper=1, ours="2/2", holds=[False, False], tolerance="h* = 1")
+    t.add_seed_outcomes("c", "some seeds", paper=1, ours="1/2/1", holds=[True, False, True], tolerance="h* = 1",
+                        asserted=True)
+    assert [r.verdict for r in t.rows] == ["reproduced", "fails", "inconclusive"]
+    assert t.rows[0].tolerance == "h* = 1 in each of 3 seeds"
+    assert "holds in 2, fails in 1" in t.rows[2].tolerance and not t.rows[2].asserted
+    with pytest.raises(ValueError, match="no seeds"):
+        t.add_seed_outcomes("d", "none", paper=1, ours="", holds=[], tolerance="x")
