@@ -3,7 +3,7 @@ belongs, and each paper value taken at the point its label names."""
 
 from attnlab.core.claims import ClaimsTable
 
-from .analysis import claims_aot_mlp, curve_row, mean_se, per_seed, seed_interval_row, values_at
+from .analysis import by_seed, claims_aot_mlp, curve_row, per_seed, seeds_of, values_at
 from .paper import B1_AOT, B1_H, B1_MLP
 
 
@@ -18,14 +18,10 @@ def test_curve_row_is_not_run_without_the_full_result_and_measured_with_it():
     assert c.verdict == "reproduced"
 
 
-def test_seed_interval_row_gives_each_verdict():
-    t = ClaimsTable()
-    seed_interval_row(t, "r", "x", paper=0.1, values=[0.5, 0.52, 0.48], below=1.0, n_seeds=3)
-    seed_interval_row(t, "f", "x", paper=0.1, values=[2.0, 2.1, 1.9], below=1.0, n_seeds=3)
-    seed_interval_row(t, "i", "x", paper=0.1, values=[0.5, 1.5, 0.9], below=1.0, n_seeds=3)
-    assert [r.verdict for r in t.rows] == ["reproduced", "fails", "inconclusive"]
-    assert "± " in t.rows[0].ours and "(3 seeds)" in t.rows[0].ours
-    assert mean_se([1.0]) == (1.0, 0.0)
+def test_by_seed_splits_a_sweep_in_seed_order():
+    rows = [{"seed": s, "x": i} for i, s in enumerate((2, 0, 2, 1))]
+    assert seeds_of(rows) == [0, 1, 2]
+    assert [[r["x"] for r in g] for g in by_seed(rows)] == [[1], [3], [0, 2]]
 
 
 def test_per_seed_and_values_at():
@@ -37,8 +33,13 @@ def test_per_seed_and_values_at():
 
 
 def _sweep(H):
-    per_d = {str(d): {"aot": [0.1] * len(H), "mlp": [0.2] * len(H), "aot_r2": 0.99, "mlp_r2": 0.9} for d in (12, 16)}
-    return {"H_list": H, "per_d": per_d}
+    """Three seeds of an Exp.-5 sweep: the AoT at 0.1 + 0.01 H, the MLP model 0.1 above it."""
+    per_d = {str(d): {"params": [float(h) for h in H], "widths": [2 * d * (h - 1) for h in H]} for d in (12, 16)}
+    rows = [{"d": d, "H": h, "seed": s, "accuracy": 0.1 + 0.01 * h + s / 1000} for d in (12, 16) for h in H
+            for s in range(3)]
+    rows += [{"d": d, "H": 1, "seed": s, "mlp_width": 2 * d * (h - 1), "accuracy": 0.2 + 0.01 * h + s / 1000}
+             for d in (12, 16) for h in H if h > 1 for s in range(3)]
+    return {"H_list": H, "per_d": per_d, "points": rows, "metric": "accuracy"}
 
 
 def test_aot_mlp_paper_value_is_taken_at_the_labelled_point():
@@ -50,3 +51,4 @@ def test_aot_mlp_paper_value_is_taken_at_the_labelled_point():
     claims_aot_mlp(t, _sweep([1, 4, 7]), "7", B1_H, B1_AOT, B1_MLP, asserted=False)
     a = t.rows[0]  # H = 4 is not on the paper's grid: its middle point H = 7 is used, and named
     assert "the paper's middle point H = 7" in a.text and a.paper == "0.1"
+    assert all(r.ours.endswith("3 seeds)") for r in t.rows)  # every row judged over the three seeds

@@ -32,6 +32,8 @@ from .tasks import full_batches, lookup_table_task, paper_batches
 TRAINING_PARAMS = (
     Param("N", "int", "vocabulary size; the sequences are all N^2 bigrams", min=2, max=2000),
     Param("seeds", "int", "parameter seeds per point (the paper: 5)", min=1, max=100),
+    Param("seed", "int", "first parameter seed: the replicas of a point take seeds seed, seed + 1, …, seed + "
+          "seeds - 1 (None: 0, the seeds of the stored paper-scale runs)", min=0, max=2**31 - 1, nullable=True),
     Param("steps", "int", "optimizer steps", min=1, max=1_000_000),
     Param("batch_size", "int", "sequences per batch; 0 = the whole population every step (CI protocol)", min=0,
           max=65536),
@@ -48,6 +50,13 @@ TRAINING_PARAMS = (
 # MINUTES`), then at the limit (saving its state), or between programs.
 CI_RUN = dict(checkpoint_every=0, time_limit=0.0)
 FULL_RUN = dict(checkpoint_every=4096, time_limit=0.0)
+
+
+def seed_range(cfg: dict) -> range:
+    """The parameter seeds of every point: `seeds` consecutive seeds from `seed` (None: 0). The store
+    key of a point holds its seed, so the default range keeps the stored runs' keys."""
+    first = 0 if cfg.get("seed") is None else cfg["seed"]
+    return range(first, first + cfg["seeds"])
 
 
 def check_training_memory(ctx: Context, points: list[dict], n: int, layers: int = 1) -> None:
@@ -197,7 +206,7 @@ def sweep_dh(ctx: Context, d: int, H: int, dh_list: list[int], variants: list[st
     if max(dh_list) > d:
         raise ParameterError(f"parameter 'dh_list': value {dh_list} is not allowed; every d_h must be <= d = {d}")
     points = [{"d": d, "d_h": k, "H": H, "seed": s, "param": v} for v in variants for k in dh_list
-              for s in range(cfg["seeds"])]
+              for s in seed_range(cfg)]
     rows = train_points(ctx, points, desc)
     metric, x = metric_of(cfg), np.array(dh_list, dtype=float)
     per = {}
@@ -215,10 +224,10 @@ def sweep_aot_mlp(ctx: Context, d_list: list[int], H_list: list[int], mlp_lr_end
     """Exp. 5: per d, the AoT (d = d_h, H heads) and the MLP model (1 head, w = 2d(H - 1)) against
     the paper's parameter axis; linear fits of accuracy against parameters for both."""
     cfg = ctx.config
-    S = cfg["seeds"]
-    points = [{"d": d, "d_h": d, "H": H, "seed": s} for d in d_list for H in H_list for s in range(S)]
+    S = seed_range(cfg)
+    points = [{"d": d, "d_h": d, "H": H, "seed": s} for d in d_list for H in H_list for s in S]
     points += [{"d": d, "d_h": d, "H": 1, "seed": s, "mlp_width": matched_mlp_width(d, H), "lr_end": mlp_lr_end}
-               for d in d_list for H in H_list for s in range(S)]
+               for d in d_list for H in H_list for s in S]
     rows = train_points(ctx, points, desc)
     metric = metric_of(cfg)
     per_d = {}

@@ -14,8 +14,8 @@ from attnlab.core.params import Param
 from .. import bounds, paper
 from ..models import AoTConfig
 from ..paper import PROTOCOL
-from ..analysis import curve_row, full_command, values_at
-from ..sweeps import train_points, CI_RUN, FULL_RUN, TRAINING_PARAMS, untrained_accuracy
+from ..analysis import by_seed, curve_row, full_command, per_seed, values_at
+from ..sweeps import train_points, CI_RUN, FULL_RUN, TRAINING_PARAMS, seed_range, untrained_accuracy
 
 
 FIG1A = (
@@ -30,12 +30,15 @@ def compute_fig1a(ctx: Context) -> dict:
     the analysis: per d the mean accuracy against H, its linear fit and Corollary 2; the Exp.-4 slopes."""
     cfg = ctx.config
     points = [{"d": d, "d_h": d, "H": H, "seed": s} for d in cfg["d_list"] for H in cfg["H_list"]
-              for s in range(cfg["seeds"])]
+              for s in seed_range(cfg)]
     rows = train_points(ctx, points, "Fig. 1a sweep")
     metric = "accuracy" if cfg["batch_size"] == 0 else "tail_batch_accuracy"
-    baseline = untrained_accuracy(cfg["N"], [AoTConfig(cfg["N"], 2, p["d"], p["d_h"], p["H"], p["seed"])
-                                             for p in points], cfg["task_seed"])
+    configs = lambda s: [AoTConfig(cfg["N"], 2, p["d"], p["d_h"], p["H"], p["seed"])  # noqa: E731
+                         for p in points if s is None or p["seed"] == s]
+    baseline = untrained_accuracy(cfg["N"], configs(None), cfg["task_seed"])
+    per_seed = [untrained_accuracy(cfg["N"], configs(s), cfg["task_seed"]) for s in seed_range(cfg)]
     return {"config": cfg, "metric": metric, "points": rows, "untrained_accuracy": baseline,
+            "untrained_per_seed": per_seed,
             "analysis": analyse_fig1a(rows, cfg, metric)}
 
 
@@ -68,42 +71,62 @@ def analyse_fig1a(rows: list[dict], cfg: dict, metric: str) -> dict:
     return {"per_d": per_d, "exp4": exp4}
 
 
+def seed_analyses(result: dict) -> list[dict]:
+    """The Fig. 1a / 2b analysis of each seed's sweep alone (in seed order): the rows are judged per seed."""
+    return [analyse_fig1a(rows, result["config"], result["metric"]) for rows in by_seed(result["points"])]
+
+
+def _stats(an: dict) -> dict:
+    """The measured values of rows 13a-14 and 4 from one analysis (one seed's sweep)."""
+    per_d = {int(k): v for k, v in an["per_d"].items()}
+    fitted = [v["r2"] for v in per_d.values() if v["fit_points"] >= 3]
+    big = [d for d in per_d if d >= 6]
+    return {"drop": max(max(0.0, float(-np.diff(v["accuracy"]).min(initial=0.0))) for v in per_d.values()),
+            "r2": min(fitted) if fitted else float("nan"),
+            "margin": min(min(np.subtract(v["accuracy"], v["bound"])) for v in per_d.values()),
+            "ratio": min(per_d[d]["slope_over_bound"] for d in big) if big else None, "big": big,
+            "slope84": per_d[8]["slope"] / per_d[4]["slope"] if 4 in per_d and 8 in per_d else None,
+            "loglog": an["exp4"].get("loglog_slope")}
+
+
 def claims_fig1a(result: dict, full: dict | None = None) -> ClaimsTable:
     """Fig. 1a (§5.1, Exp. 1; rows 13: accuracy linear in H and above Corollary 2's bound), Fig. 2b (Exp. 4;
     rows 14: the slope grows super-linearly in d), the random baseline 1/N (rows 19; all asserted at every
-    scale) and the released numbers of Fig. 1a (rows 20, at paper scale)."""
-    cfg, an = result["config"], result["analysis"]
-    per_d = {int(k): v for k, v in an["per_d"].items()}
+    scale) and the released numbers of Fig. 1a (rows 20, at paper scale). Every trained row is measured on
+    each seed's sweep alone and judged over the seeds (`ClaimsTable.add_seeds`)."""
+    cfg = result["config"]
+    st = [_stats(an) for an in seed_analyses(result)]
+    col = lambda k: [s[k] for s in st]  # noqa: E731
     t = ClaimsTable(rtol=TRAINED_RTOL)
-    worst_drop = max(max(0.0, float(-np.diff(v["accuracy"]).min(initial=0.0))) for v in per_d.values())
-    t.add("13a", "accuracy increases with H (every d; noise 0.02 allowed)", paper="increasing",
-          ours=f"largest drop {worst_drop:.3f}", holds=worst_drop <= 0.02, tolerance="drop ≤ 0.02", asserted=True, source="text")
-    min_r2 = min(v["r2"] for v in per_d.values() if v["fit_points"] >= 3) if any(
-        v["fit_points"] >= 3 for v in per_d.values()) else float("nan")
-    t.add("13b", "linear in H before saturation (least R² over d)", paper="linear", ours=min_r2,
-          holds=None if np.isnan(min_r2) else bool(min_r2 > 0.95), tolerance="R² > 0.95 (≥ 3 points)",
-          asserted=True, source="text")
-    margin = min(min(np.subtract(v["accuracy"], v["bound"])) for v in per_d.values())
-    t.add("13c", "trained accuracy above the Corollary 2 bound at every H", paper="above",
-          ours=f"least margin {margin:.3f}", holds=margin > 0, tolerance="> 0", asserted=True, source="text")
-    big = [d for d in per_d if d >= 6]
-    if big:
-        ratio = min(per_d[d]["slope_over_bound"] for d in big)
-        t.add("13d", f"slope / bound slope for d = d_h ≥ 6 (least; d = {min(big)})",
-              paper=paper.EXP4_SLOPE_OVER_BOUND.get(min(big)), ours=ratio, holds=ratio > 3,
-              tolerance="> 3", asserted=True, source="data")
-    if 4 in per_d and 8 in per_d:
-        r = per_d[8]["slope"] / per_d[4]["slope"]
-        t.add("14", "Exp. 4: slope(d=8) / slope(d=4), super-linear in d",
-              paper=round(paper.EXP4_SLOPE[8] / paper.EXP4_SLOPE[4], 2), ours=r, holds=r > 2,
-              tolerance="> 2", asserted=True, source="data")
-    if an["exp4"]:
-        e = an["exp4"]
-        t.add("4", "Exp. 4: log-log growth of the slope with d ('between quadratic and cubic')",
-              paper="2 to 3 (2.45)", ours=e["loglog_slope"], holds=bool(1.5 <= e["loglog_slope"] <= 3.5),
-              tolerance="1.5 – 3.5", asserted=False, source="text")
-    t.add("19", "untrained model: accuracy ≈ 1/N", paper=round(1 / cfg["N"], 3), ours=result["untrained_accuracy"],
-          holds=abs(result["untrained_accuracy"] - 1 / cfg["N"]) <= 0.05, tolerance="± 0.05", asserted=True, source="text")
+    t.add_seeds("13a", "accuracy increases with H (per seed, the largest drop over every d; noise 0.02 allowed)",
+                paper="increasing", values=col("drop"), threshold=0.02, above=False, tolerance="drop ≤ 0.02",
+                asserted=True, source="text")
+    if not any(np.isnan(col("r2"))):
+        t.add_seeds("13b", "linear in H before saturation (per seed, the least R² over d)", paper="linear",
+                    values=col("r2"), threshold=0.95, tolerance="R² ≥ 0.95 (≥ 3 points)", asserted=True, source="text",
+                    rtol=0, atol=0.01)  # R² is bounded by 1: the trained 20 % would leave no seed decided
+    else:
+        t.add("13b", "linear in H before saturation (least R² over d)", paper="linear", ours=None, holds=None,
+              tolerance="R² > 0.95 (≥ 3 points before saturation in every seed)", source="text")
+    t.add_seeds("13c", "trained accuracy above the Corollary 2 bound at every H (per seed, the least margin)",
+                paper="above", values=col("margin"), threshold=0, tolerance="> 0", asserted=True, source="text")
+    if st[0]["big"]:
+        t.add_seeds("13d", f"slope / bound slope for d = d_h ≥ 6 (per seed, the least; d = {min(st[0]['big'])})",
+                    paper=paper.EXP4_SLOPE_OVER_BOUND.get(min(st[0]["big"])), values=col("ratio"), threshold=3,
+                    tolerance="> 3", asserted=True, source="data")
+    if st[0]["slope84"] is not None:
+        t.add_seeds("14", "Exp. 4: slope(d=8) / slope(d=4), super-linear in d (per seed)",
+                    paper=round(paper.EXP4_SLOPE[8] / paper.EXP4_SLOPE[4], 2), values=col("slope84"), threshold=2,
+                    tolerance="> 2", asserted=True, source="data")
+    if all(x is not None and np.isfinite(x) for x in col("loglog")):
+        for key, limit, above in (("4", 1.5, True), ("4b", 3.5, False)):
+            t.add_seeds(key, "Exp. 4: log-log growth of the slope with d ('between quadratic and cubic'; per seed, "
+                        f"{'the lower' if above else 'the upper'} end of our 1.5 – 3.5)", paper="2 to 3 (2.45)",
+                        values=col("loglog"), threshold=limit, above=above, source="text")
+    u = result.get("untrained_per_seed", [result["untrained_accuracy"]])
+    t.add_seeds("19", "untrained model: accuracy ≈ 1/N (per seed, |accuracy − 1/N| over the seed's models)",
+                paper=round(1 / cfg["N"], 3), values=[abs(x - 1 / cfg["N"]) for x in u], threshold=0.05, above=False,
+                tolerance="≤ 0.05", asserted=True, source="text")
     _paper_scale_claims(t, full)
     return t
 
@@ -114,14 +137,15 @@ def _paper_scale_claims(t: ClaimsTable, full: dict | None) -> None:
     per_d = {int(k): v for k, v in full["analysis"]["per_d"].items()} if full else {}
     H = full["config"]["H_list"] if full else []
     for h in (11, 21):
-        ours = per_d[10]["accuracy"][H.index(h)] if 10 in per_d and h in H else None
         ref = paper.EXP1_ACCURACY[10][paper.EXP1_H.index(h)]
         text = f"paper scale, N = 50, d = d_h = 10, H = {h}: accuracy"
-        if ours is None:
+        if not (10 in per_d and h in H):
             t.not_run("20", text, paper=ref, command=full_command("fig1a-accuracy-vs-heads"), source="data")
         else:
-            t.add("20", text, paper=ref, ours=ours, holds=abs(ours - ref) <= 0.05, tolerance="± 0.05",
-                  asserted=False, source="data")
+            ours = per_seed(full["points"], full["metric"], "H", [h], d=(10, None))[0]
+            t.add_seeds("20", text + " (per stored seed, |accuracy − paper|)", paper=ref,
+                        values=[abs(x - ref) for x in ours], threshold=0.05, above=False, tolerance="≤ 0.05",
+                        source="data")
     cmd = full_command("fig1a-accuracy-vs-heads")
     ds = sorted(paper.EXP1_ACCURACY)
     flat = [a for d in ds for a in paper.EXP1_ACCURACY[d]]
@@ -143,9 +167,11 @@ EXPERIMENTS = (
             title="Accuracy against the number of heads, and the slope against d",
             params=FIG1A,
             presets={
-                "ci": dict(**CI_RUN, N=30, d_list=[4, 6, 8], H_list=[1, 3, 5, 7, 9, 11], seeds=1, steps=400, batch_size=0,
-                           n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
-                "full": dict(**FULL_RUN, N=50, d_list=list(range(3, 14)), H_list=[1, 6, 11, 16, 21, 26, 31], **PROTOCOL, task_seed=0,
+                # three seeds (the seed rule) paid for by dropping H = 11, where d = 8 saturates: 45 models,
+                # 22 s of CPU on a loaded machine against 13 s for one seed of six H (54 models at 400 steps: 27 s)
+                "ci": dict(**CI_RUN, N=30, d_list=[4, 6, 8], H_list=[1, 3, 5, 7, 9], seeds=3, steps=400, batch_size=0,
+                           n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, seed=None, chunk=64),
+                "full": dict(**FULL_RUN, N=50, d_list=list(range(3, 14)), H_list=[1, 6, 11, 16, 21, 26, 31], **PROTOCOL, task_seed=0, seed=None,
                              chunk=77),
             },
             compute=compute_fig1a,

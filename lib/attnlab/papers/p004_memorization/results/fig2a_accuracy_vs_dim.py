@@ -11,9 +11,9 @@ from attnlab.core.fits import power_fit
 from attnlab.core.params import Param, ParameterError
 
 from .. import bounds
-from ..analysis import curve_row, full_command, mean_accuracy, metric_of, PARAM_NAMES, per_seed, seed_interval_row, values_at
+from ..analysis import curve_row, full_command, mean_accuracy, metric_of, PARAM_NAMES, per_seed, values_at
 from ..paper import EXP3_ACCURACY, EXP3_D, EXP3_SLOPES, PROTOCOL
-from ..sweeps import train_points, CI_RUN, FULL_RUN, TRAINING_PARAMS, VARIANTS, variants_of
+from ..sweeps import train_points, CI_RUN, FULL_RUN, TRAINING_PARAMS, seed_range, VARIANTS, variants_of
 
 
 FIG2A = (
@@ -35,7 +35,7 @@ def compute_fig2a(ctx: Context) -> dict:
         raise ParameterError(f"parameter 'd_list': value {cfg['d_list']} is not allowed; it must contain "
                              f"d_h = {k} and values on both sides of it")
     points = [{"d": d, "d_h": k, "H": cfg["H"], "seed": s, "param": v} for v in variants_of(cfg) for d in ds
-              for s in range(cfg["seeds"])]
+              for s in seed_range(cfg)]
     rows = train_points(ctx, points, "Fig. 2a sweep")
     metric, x = metric_of(cfg), np.array(ds, dtype=float)
     per = {}
@@ -67,24 +67,32 @@ def seed_slope_ratios(result: dict, variant: str) -> list[float]:
     return [power_fit(x[hi], acc[hi]).a / power_fit(x[lo], acc[lo]).a for acc in seed_curves(result, variant).T]
 
 
+PLATEAU_ATOL = 0.025  # the precision of a ratio of two fitted slopes: 1/41 against 1/22 for one run on two CPUs
+
+
+def seed_r2_below(result: dict, variant: str) -> list[float]:
+    """Per seed: R² of the linear fit of accuracy against d for d <= d_h."""
+    x, k = np.array(result["d_list"], dtype=float), result["config"]["d_h"]
+    return [power_fit(x[x <= k], acc[x <= k]).r2 for acc in seed_curves(result, variant).T]
+
+
 def claims_fig2a(result: dict, full: dict | None = None) -> ClaimsTable:
-    """Fig. 2a (§5.1, Exp. 3; row 16): the slope below d_h is > 5 times the slope above (a plateau after d = d_h; the threshold is ours); the
-    paper's curve and the parametrization finding (16a, 16b) on the stored paper-scale run `full`."""
+    """Fig. 2a (§5.1, Exp. 3; rows 16): per seed, the slope above d_h is < 0.2 times the slope below (a plateau
+    after d = d_h; the threshold is ours), and accuracy is linear in d below d_h; the paper's curve and the
+    parametrization finding (P16a, P16b) on the stored paper-scale run `full`. Every trained row is measured on
+    each seed's curve and judged over the seeds (`ClaimsTable.add_seeds`)."""
     per, t = result["per_variant"], ClaimsTable(rtol=TRAINED_RTOL)
-    paper_ratio = round(EXP3_SLOPES["below"] / EXP3_SLOPES["above"], 1)
+    paper_ratio = round(EXP3_SLOPES["above"] / EXP3_SLOPES["below"], 3)
     for v, key, name in (("repo", "16a", "authors' code"), ("paper", "16b", "Eq. (1)")):
         if v in per:
-            p = per[v]
-            ratio = p["ratio"]
-            t.add(key, f"{name}: slope for d ≤ d_h / slope for d ≥ d_h (plateau after d = d_h)",
-                  paper=paper_ratio, ours="∞ (flat or falling)" if not np.isfinite(ratio) or ratio < 0 else ratio,
-                  holds=bool(ratio > 5 or not np.isfinite(ratio) or ratio < 0), tolerance="> 5",
-                  asserted=False, source="data", rtol=1.0)  # a ratio of two fitted slopes: 22 vs 41 across CPUs
+            t.add_seeds(key, f"{name}: plateau after d = d_h (per seed, slope for d ≥ d_h / slope for d ≤ d_h)",
+                        paper=paper_ratio, values=seed_slope_ratios(result, v), threshold=0.2, above=False,
+                        tolerance="< 0.2 (our threshold)", source="data", rtol=0, atol=PLATEAU_ATOL)
     for v, key in (("repo", "16c"), ("paper", "16d")):
         if v in per:
-            r2 = per[v]["below"]["r2"]
-            t.add(key, f"{PARAM_NAMES[v]}: linear in d for d ≤ d_h (R²)",
-                  paper="linear", ours=r2, holds=r2 > 0.9, tolerance="R² > 0.9", asserted=False, source="text")
+            t.add_seeds(key, f"{PARAM_NAMES[v]}: linear in d for d ≤ d_h (per seed, R²)", paper="linear",
+                        values=seed_r2_below(result, v), threshold=0.9, tolerance="R² > 0.9", source="text",
+                        rtol=0, atol=0.01)  # R² is bounded by 1: the trained 20 % would leave no seed decided
     _paper_scale_claims(t, full)
     return t
 
@@ -102,8 +110,8 @@ def _paper_scale_claims(t: ClaimsTable, full: dict | None) -> None:
         if v not in per:
             t.not_run(key, text, paper=paper_ratio, command=cmd, source="data")
         else:
-            seed_interval_row(t, key, text, paper=paper_ratio, values=seed_slope_ratios(full, v), below=0.2,
-                              n_seeds=full["config"]["seeds"])
+            t.add_seeds(key, text, paper=paper_ratio, values=seed_slope_ratios(full, v), threshold=0.2, above=False,
+                        tolerance="< 0.2 (our threshold)", source="data", rtol=0, atol=PLATEAU_ATOL)
 
 
 EXPERIMENTS = (
@@ -113,9 +121,12 @@ EXPERIMENTS = (
             title="Accuracy against the embedding dimension d, both parametrizations",
             params=FIG2A,
             presets={
-                "ci": dict(**CI_RUN, N=30, d_list=[2, 4, 6, 8, 10, 12], d_h=6, H=10, variants="both", seeds=1, steps=400,
-                           batch_size=0, n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
-                "full": dict(**FULL_RUN, N=50, d_list=list(range(5, 16)), d_h=10, H=20, variants="both", **PROTOCOL, task_seed=0,
+                # three seeds (the seed rule) of the authors' shared maps, whose curve the paper's figure shows,
+                # d up to 10: 15 models (both parametrizations, three seeds, d up to 12: 36 models, 29 s of CPU on
+                # a loaded machine, twice the chapter's time; -p variants both adds Eq. (1), shown at paper scale)
+                "ci": dict(**CI_RUN, N=30, d_list=[2, 4, 6, 8, 10], d_h=6, H=10, variants="repo", seeds=3, steps=400,
+                           batch_size=0, n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, seed=None, chunk=64),
+                "full": dict(**FULL_RUN, N=50, d_list=list(range(5, 16)), d_h=10, H=20, variants="both", **PROTOCOL, task_seed=0, seed=None,
                              chunk=55),
             },
             compute=compute_fig2a,

@@ -44,9 +44,9 @@ EXPERIMENTS = (
             params=FIG3,
             presets={
                 "ci": dict(**CI_RUN, N=30, d_list=[8], H_list=[1, 4, 7, 10, 13], mlp_lr_end=1e-4, seeds=1, steps=400,
-                           batch_size=0, n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
+                           batch_size=0, n_batches=1, lr_start=1e-2, lr_end=5e-4, task_seed=0, seed=None, chunk=64),
                 "full": dict(**FULL_RUN, N=70, d_list=[7, 10, 13], H_list=EXP5_H, mlp_lr_end=1e-4, seeds=5, steps=16384,
-                             batch_size=1024, n_batches=256, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=35),
+                             batch_size=1024, n_batches=256, lr_start=1e-2, lr_end=5e-4, task_seed=0, seed=None, chunk=35),
             },
             compute=compute_fig3,
             summary="The MLP model memorizes more per parameter at mid sizes but saturates; the AoT scales linearly.",

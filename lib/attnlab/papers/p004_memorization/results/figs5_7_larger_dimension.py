@@ -7,9 +7,11 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
+from attnlab.core.fits import power_fit, presaturation
 from attnlab.core.params import Param
 
-from ..analysis import aot_mlp_curve_rows, claims_aot_mlp, curve_row, full_command, PARAM_NAMES, values_at
+from ..analysis import (aot_mlp_curve_rows, aot_mlp_seed_curves, claims_aot_mlp, curve_row, fits, full_command, PARAM_NAMES,
+                        per_seed, values_at)
 from ..models import fig7_parameter_axis
 from ..paper import B1_AOT, B1_AOT_SLOPE, B1_DH, B1_DH_ACCURACY, B1_DH_SSE, B1_H, B1_MLP, B1_N
 from ..sweeps import sweep_aot_mlp, sweep_dh, CI_RUN, FULL_RUN, TRAINING_PARAMS, VARIANTS, variants_of
@@ -36,27 +38,53 @@ def compute_figs5_7(ctx: Context) -> dict:
     return {"config": cfg, "exp5": exp5, "exp2": exp2}
 
 
+def seed_presat_fits(exp5: dict) -> list[dict]:
+    """Per seed, per d: the AoT's linear fit in H before saturation (points up to the first above 0.95)."""
+    H, out = np.array(exp5["H_list"], dtype=float), []
+    for per_d in aot_mlp_seed_curves(exp5):
+        fits_d = {}
+        for d, v in sorted(per_d.items()):
+            n = presaturation(v["aot"])
+            f = power_fit(H[:n], v["aot"][:n]) if n >= 2 else None
+            fits_d[d] = (f.a, f.r2) if f else (float("nan"), float("nan"))
+        out.append(fits_d)
+    return out
+
+
+def seed_sse_ratios(exp2: dict, variant: str) -> list[float]:
+    """Per seed: SSE of the quadratic fit a·d_h² + b over SSE of the linear fit (Fig. 6)."""
+    x = np.array(exp2["dh_list"], dtype=float)
+    curves = per_seed(exp2["points"], exp2["metric"], "d_h", exp2["dh_list"], param=(variant, "paper"))
+    return [fits(x, acc)["quadratic"]["sse"] / fits(x, acc)["linear"]["sse"] for acc in curves.T]
+
+
 def claims_figs5_7(result: dict, full: dict | None = None) -> ClaimsTable:
     """Figs. 5-7 at this scale (Exps. 1, 2, 5 at a larger N); every curve of the paper's figures against
-    the stored paper-scale run `full` (not run without it)."""
+    the stored paper-scale run `full` (not run without it). Every trained row is measured per seed and
+    judged over the seeds (`ClaimsTable.add_seeds`)."""
     t = ClaimsTable(rtol=TRAINED_RTOL)
-    per_d = {int(k): v for k, v in result["exp5"]["per_d"].items()}
-    r2 = min(v["aot_r2_presat"] for v in per_d.values())
-    t.add("5a", "Fig. 5: AoT accuracy linear in H before saturation (least R² over d)", paper="linear",
-          ours=r2, holds=r2 > 0.95, tolerance="R² > 0.95", asserted=False, source="text")
-    sl = [per_d[d]["aot_slope_per_head"] for d in sorted(per_d)]
-    t.add("5b", "Fig. 5: the slope per head grows with d", paper=" < ".join(f"{B1_AOT_SLOPE[d]:.4f}" for d in B1_AOT_SLOPE),
-          ours=" < ".join(f"{s:.4f}" for s in sl), holds=bool(np.all(np.diff(sl) > 0)), tolerance="increasing",
-          asserted=False, source="data")
+    pre = seed_presat_fits(result["exp5"])
+    r2 = [min(r for _, r in s.values()) for s in pre]
+    if all(np.isfinite(r2)):
+        t.add_seeds("5a", "Fig. 5: AoT accuracy linear in H before saturation (per seed, the least R² over d)",
+                    paper="linear", values=r2, threshold=0.95, tolerance="R² ≥ 0.95", source="text", rtol=0,
+                    atol=0.01)  # R² is bounded by 1: the trained 20 % would leave no seed decided
+    else:
+        t.add("5a", "Fig. 5: AoT accuracy linear in H before saturation (least R² over d)", paper="linear", ours=None,
+              holds=None, tolerance="≥ 2 points before saturation in every seed", source="text")
+    if len(pre[0]) >= 2:
+        grow = [float(np.min(np.diff([a for a, _ in s.values()]) / np.array([a for a, _ in s.values()])[:-1]))
+                for s in pre]
+        t.add_seeds("5b", "Fig. 5: the slope per head grows with d (per seed, the least relative growth of the slope "
+                    "from one d to the next)", paper=" < ".join(f"{B1_AOT_SLOPE[d]:.4f}" for d in B1_AOT_SLOPE),
+                    values=grow, threshold=0, tolerance="> 0 (increasing)", source="data", rtol=0, atol=0.05)
     e2 = result["exp2"]["per_variant"]
     for v, key in (("repo", "6a"), ("paper", "6b")):
         if v in e2 and e2[v]["fits"]:
-            f = e2[v]["fits"]
-            ratio = f["quadratic"]["sse"] / f["linear"]["sse"]
-            t.add(key, f"Fig. 6 ({PARAM_NAMES[v]}): 'linear in d_h, not quadratic' "
-                  "(SSE quadratic / linear)", paper=round(B1_DH_SSE["quadratic"] / B1_DH_SSE["linear"], 2),
-                  ours=ratio, holds=ratio >= 1, tolerance="≥ 1 (linear fits at least as well)", asserted=False,
-                  source="data")
+            t.add_seeds(key, f"Fig. 6 ({PARAM_NAMES[v]}): 'linear in d_h, not quadratic' "
+                        "(per seed, SSE quadratic / linear)", paper=round(B1_DH_SSE["quadratic"] / B1_DH_SSE["linear"], 2),
+                        values=seed_sse_ratios(result["exp2"], v), threshold=1,
+                        tolerance="≥ 1 (linear fits at least as well)", source="data")
     claims_aot_mlp(t, result["exp5"], "7", B1_H, B1_AOT, B1_MLP, asserted=False)
     _paper_scale_claims(t, full)
     return t
@@ -82,10 +110,10 @@ EXPERIMENTS = (
             presets={
                 "ci": dict(**CI_RUN, N=60, d_list=[12, 16], H_list=[1, 3, 5, 7], mlp_lr_end=1e-4, dh_d=16, dh_H=5,
                            dh_list=[1, 4, 8, 12, 16], variants="repo", seeds=1, steps=400, batch_size=512,
-                           n_batches=8, lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=64),
+                           n_batches=8, lr_start=1e-2, lr_end=5e-4, task_seed=0, seed=None, chunk=64),
                 "full": dict(**FULL_RUN, N=200, d_list=[40, 50, 60], H_list=B1_H, mlp_lr_end=1e-4, dh_d=50, dh_H=11,
                              dh_list=B1_DH, variants="both", seeds=5, steps=4096, batch_size=1024, n_batches=64,
-                             lr_start=1e-2, lr_end=5e-4, task_seed=0, chunk=30),
+                             lr_start=1e-2, lr_end=5e-4, task_seed=0, seed=None, chunk=30),
             },
             compute=compute_figs5_7,
             summary="At N = 200 the AoT stays linear in H, Exp. 2 looks linear in d_h, the MLP saturates.",
