@@ -17,7 +17,7 @@ from attnlab.core.experiment import Context
 
 from .models import ModelConfig
 from .sweeps import sweep
-from .variant_runs import protocol
+from .variant_runs import protocol, seed_range
 
 ARCHS = ("standard", "positional")
 COLORS = {"standard": "tab:red", "positional": "tab:blue"}  # the paper's colours
@@ -29,7 +29,7 @@ def run_archs(ctx: Context, tasks: Sequence[str], n: int, samples: int, desc: st
     cfg = ctx.config
     proto = protocol({**cfg, "samples": samples})
     units = [(ModelConfig(n=n, kind=a, embed=cfg["embed"], hidden=cfg["hidden"]), s, t)
-             for a in ARCHS for t in tasks for s in range(cfg["seeds"])]
+             for a in ARCHS for t in tasks for s in seed_range(cfg)]
     rows = sweep(ctx, units, proto, desc=desc)
     out = {a: {t: {"train": [], "test": []} for t in tasks} for a in ARCHS}
     for (c, _, t), row in zip(units, rows):
@@ -45,6 +45,13 @@ def summary(runs: list[dict], arch: str, task: str, what: str, c_index: int | No
                        dtype=float) for r in runs]
     return {"median": [float(np.median(v)) for v in vals], "p10": [float(np.percentile(v, 10)) for v in vals],
             "p90": [float(np.percentile(v, 90)) for v in vals]}
+
+
+def per_seed(runs: list[dict], arch: str, task: str, what: str, c_index: int | None = None) -> np.ndarray:
+    """[setting, seed]: the final training MSE (what = "train") or the test MSE at c_list[c_index]
+    (what = "test") of every seed, one row per setting (per run of `runs`)."""
+    return np.array([np.asarray(r[arch][task]["train"], dtype=float) if what == "train" else
+                     np.asarray(r[arch][task]["test"], dtype=float)[:, c_index] for r in runs])
 
 
 def plot_setting(ax, x, s: dict, color: str, label: str) -> None:

@@ -41,3 +41,30 @@ def test_band_and_at():
     b = V.band(test)
     assert b["median"] == [2.0, 20.0] and np.allclose(b["p10"], [1.2, 12.0]) and np.allclose(b["p90"], [2.8, 28.0])
     assert V.at({"c_list": [1.0, 10.0]}, test, 10) == 20.0
+
+
+def test_the_seed_offset_names_the_seeds_and_refuses_bad_values():
+    assert list(V.seed_range({"seed": 0, "seeds": 3})) == [0, 1, 2]
+    assert list(V.seed_range({"seed": 5, "seeds": 2})) == [5, 6]
+    assert list(V.seed_range({"seeds": 2})) == [0, 1]  # a stored config from before the knob
+    p = next(p for p in V.TRAIN_PARAMS if p.name == "seed")
+    assert p.validate(7) == 7
+    for bad in (-1, 1.5, "x", 10**7):
+        with pytest.raises(ParameterError, match="'seed'"):
+            p.validate(bad)
+
+
+def test_add_direction_is_the_seed_rule_on_both_sides_of_a_band():
+    from attnlab.core.claims import ClaimsTable
+
+    def verdict(values):
+        t = ClaimsTable(rtol=0.05)
+        V.add_direction(t, "k", "a ratio claim", paper="> 1", values=values, separates=3, asserted=True)
+        return t.rows[0]
+
+    assert verdict([4.0, 10.0, 30.0]).verdict == "reproduced" and verdict([4.0, 10.0, 30.0]).asserted
+    assert verdict([4.0, 10.0, 30.0]).ours == "10 (4–30, 3 seeds)"
+    assert verdict([0.1, 0.2, 0.3]).verdict == "fails"
+    mixed = verdict([0.5, 10.0, 30.0])  # one seed inside the band: neither
+    assert mixed.verdict == "inconclusive" and not mixed.asserted and "2 of 3 seeds ≥ 3×" in mixed.tolerance
+    assert verdict([2.95, 10.0, 30.0]).verdict == "inconclusive"  # within the row's precision of 3

@@ -14,7 +14,7 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from .. import paper
-from ..arch_runs import curves as arch_curves, run_archs
+from ..arch_runs import curves as arch_curves, per_seed, run_archs
 from ..tasks import TASKS
 from ..variant_runs import FULL, TRAIN_PARAMS, full_command, task_list
 
@@ -26,9 +26,10 @@ PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "n") + (
           min=0.0, max=10_000.0),
 )
 PRESETS = {
-    # n ∈ {2, 4, 8} (Figs. 9–13: 2 … 32), cumulative sum, one seed; the ood-scale chapter's recipe (E = 32,
-    # 300 steps of 64 lists, OneCycle peak 5e-3, 4,096 lists)
-    "ci": dict(ns=[2, 4, 8], tasks="cumsum", seeds=1, samples=4096, steps=300, epochs=None, batch=64, lr=5e-3,
+    # n ∈ {4, 8} (Figs. 9–13: 2 … 32), cumulative sum, three seeds sharing one training set per n; the
+    # ood-scale chapter's recipe (E = 32, batches of 64 lists, OneCycle peak 5e-3, 4,096 lists) at 200 steps:
+    # three seeds of the former n = 2, 4, 8 at 300 steps would cost ~1.8x the former 33 s on one thread
+    "ci": dict(ns=[4, 8], tasks="cumsum", seeds=3, seed=0, samples=4096, steps=200, epochs=None, batch=64, lr=5e-3,
                scheduler="onecycle", embed=32, hidden=32, c_list=[1.0, 3.0], test_samples=500,
                checkpoint_every=0, time_limit=0.0),
     # the paper: n = 2 … 32, 30,000 lists, 2000 epochs, five tasks, ten runs, 1,000 test lists
@@ -60,32 +61,38 @@ def curves(result: dict, arch: str, task: str) -> dict:
 
 
 def claims(result: dict) -> ClaimsTable:
-    """App. D.1.2 at CI scale: the positional model is better OOD at every n (asserted on cumsum,
-    cummin, maxsub), the standard model's OOD loss grows with n for sum and max-sum subarray, the ID
-    loss is comparable (soft); at paper scale (not run) positional OOD (c = 3) MSE ≤ 0.15 at every n ≤ 32 and
-    standard growing with n for sum and max-sum subarray (Figs. 9–13; App. D.1.2's "rapidly degrades")."""
+    """App. D.1.2 at CI scale, every row judged over seeds (per seed, the models of the same seed index):
+    the positional model is better OOD at every n (asserted on cumsum, cummin, maxsub), the standard
+    model's OOD loss grows with n for sum and max-sum subarray, the ID loss is comparable (soft); at
+    paper scale (not run) positional OOD (c = 3) MSE ≤ 0.15 at every n ≤ 32 and standard growing with n for sum and max-sum subarray (Figs. 9–13; App. D.1.2's "rapidly degrades")."""
     t = ClaimsTable(rtol=TRAINED_RTOL)
     ns, tasks = result["ns"], result["tasks"]
     c_ood = max(result["config"]["c_list"])
+    runs = result["runs"]
+    cs = [float(c) for c in result["config"]["c_list"]]
+    i1, io = cs.index(1.0), cs.index(c_ood)
     for task in tasks:
-        cv = {a: curves(result, a, task) for a in ("standard", "positional")}
-        s, p = np.array(cv["standard"]["ood"]["median"]), np.array(cv["positional"]["ood"]["median"])
+        s = per_seed(runs, "standard", task, "test", io)  # [n, seed]
+        p = per_seed(runs, "positional", task, "test", io)
         ref = paper.FIG9_13_OOD_MEDIANS[task]
         pr = min(ref["standard"][n] / ref["positional"][n] for n in ref["positional"])
-        least = float((s / p).min())
-        t.add("D.1.2", f"Figs. 9-13, {task}: positional better OOD (c = {c_ood:g}) at every n = "
-              f"{', '.join(map(str, ns))}: standard / positional median MSE, least over n", paper=pr, ours=least,
-              holds=least >= 2, tolerance="≥ 2 at every n", asserted=task in GAP_TASKS, source="figure")
-        if task in ("cumsum", "maxsub"):
-            grows = bool(np.all(np.diff(s) > 0))
+        t.add_seeds("D.1.2", f"Figs. 9-13, {task}: positional better OOD (c = {c_ood:g}) at every n = "
+                    f"{', '.join(map(str, ns))}: per seed, the least standard / positional MSE over n", paper=pr,
+                    values=(s / p).min(axis=0), threshold=2, tolerance="≥ 2 at every n", asserted=task in GAP_TASKS,
+                    source="figure")
+        if task in ("cumsum", "maxsub") and len(ns) > 1:
+            med = np.median(s, axis=1)
             pn = sorted(ref["standard"])
-            t.add("D.1.2b", f"{task}: the standard model's OOD loss grows with n ({' → '.join(f'{v:.3g}' for v in s)})",
-                  paper=f"{ref['standard'][pn[0]]:g} → {ref['standard'][pn[-1]]:g} (n = {pn[0]} → {pn[-1]})",
-                  ours=f"× {s[-1] / s[0]:.3g}, {'monotone' if grows else 'not monotone'}", holds=grows,
-                  tolerance="increasing in n (soft)", asserted=False, source="figure")
-        idr = max(max(a / b, b / a) for a, b in zip(cv["standard"]["id"]["median"], cv["positional"]["id"]["median"]))
-        t.add("D.1.2c", f"{task}: comparable ID loss at every n (largest factor between the architectures)",
-              paper="comparable", ours=idr, holds=idr <= 10, tolerance="≤ 10× (soft)", asserted=False, source="text")
+            t.add_seeds("D.1.2b", f"{task}: the standard model's OOD loss grows with n (per seed, the least factor "
+                        f"between consecutive n; medians {' → '.join(f'{v:.3g}' for v in med)})",
+                        paper=f"{ref['standard'][pn[0]]:g} → {ref['standard'][pn[-1]]:g} (n = {pn[0]} → {pn[-1]})",
+                        values=(s[1:] / s[:-1]).min(axis=0), threshold=1, tolerance="> 1: increasing in n (soft)",
+                        source="figure")
+        sid = per_seed(runs, "standard", task, "test", i1)
+        pid = per_seed(runs, "positional", task, "test", i1)
+        t.add_seeds("D.1.2c", f"{task}: comparable ID loss at every n (per seed, the largest factor between the "
+                    "architectures over n)", paper="comparable", values=np.maximum(sid / pid, pid / sid).max(axis=0),
+                    threshold=10, above=False, tolerance="≤ 10× (soft)", source="text")
     cmd = full_command(SLUG)
     t.not_run("23", "paper scale: positional OOD (c = 3) MSE ≤ 0.15 for every n ≤ 32 and task", paper="≤ 0.15",
               command=cmd, source="figure")

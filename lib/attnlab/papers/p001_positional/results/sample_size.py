@@ -8,12 +8,14 @@ larger sets also get more steps), and are tested in distribution (c = 1) and on 
 
 from __future__ import annotations
 
-from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
+import numpy as np
+
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from .. import paper
-from ..arch_runs import curves as arch_curves, run_archs
+from ..arch_runs import curves as arch_curves, per_seed, run_archs
 from ..tasks import TASKS
 from ..variant_runs import FULL, TRAIN_PARAMS, full_command, task_list
 
@@ -25,10 +27,12 @@ PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "samples") + (
           min=0.0, max=10_000.0),
 )
 PRESETS = {
-    # tiny N so that the data, not the optimisation, limits the fit (in our calibration, with
-    # N = 64 → 4,096 the ID loss fell 1.1-1.2× only); one task, one seed, the ood-scale chapter's
-    # recipe (E = 32, 300 steps of 64, OneCycle peak 5e-3)
-    "ci": dict(n=8, tasks="cumsum", seeds=1, sizes=[16, 128, 4096], steps=300, epochs=None, batch=64, lr=5e-3,
+    # tiny N against a large one (in our calibration, with N = 64 → 4,096 the ID loss fell 1.1-1.2× only:
+    # at this scale the fit is limited by the steps, not the data, so row 18 cannot be judged here); one
+    # task, three seeds sharing each training set, the ood-scale chapter's recipe (E = 32, batches of 64,
+    # OneCycle peak 5e-3) at 250 steps; N = 128 left out: three seeds of the former N = 16, 128, 4,096 at
+    # 300 steps would cost ~1.7x the former 41 s on one thread
+    "ci": dict(n=8, tasks="cumsum", seeds=3, seed=0, sizes=[16, 4096], steps=250, epochs=None, batch=64, lr=5e-3,
                scheduler="onecycle", embed=32, hidden=32, c_list=[1.0, 3.0], test_samples=500,
                checkpoint_every=0, time_limit=0.0),
     # the paper: N = 5,000 … 50,000 (step 5,000, the authors' code), 2000 epochs, five tasks, ten runs
@@ -59,39 +63,39 @@ def curves(result: dict, arch: str, task: str) -> dict:
 
 
 def claims(result: dict) -> ClaimsTable:
-    """Fig. 2 / App. D.1.3: the ID loss falls with N (row 18: soft, not asserted: at CI scale the data limit
-    is weak), the OOD ordering of App. D.1.3 at every N (asserted), and row 22 at paper scale (not run)."""
+    """Fig. 2 / App. D.1.3 at CI scale, every row over seeds (per seed, the models of the same seed index):
+    rows 18 and 18g (the ID loss and the ID / train gap fall with N) are inconclusive at CI scale: from 16
+    lists to 4,096 any learner passes them, and the paper's claim is about 5,000 → 50,000 (row 22); the OOD
+    ordering of App. D.1.3 at every N (asserted); row 22 at paper scale (not run)."""
     t = ClaimsTable(rtol=TRAINED_RTOL)
-    sizes, tasks = result["sizes"], result["tasks"]
+    sizes, tasks, runs = result["sizes"], result["tasks"], result["runs"]
     lo, hi = sizes[0], sizes[-1]
+    cs = [float(c) for c in result["config"]["c_list"]]
+    c_ood = max(cs)
+    i1, io = cs.index(1.0), cs.index(c_ood)
+    blind = (f"{lo} → {hi:,} lists at a fixed step budget: any learner fits {lo} lists and generalises worse from "
+             "them, so this cannot fail; the paper's claim is about 5,000 → 50,000 lists (row 22, paper scale)")
     for task in tasks:
-        cv = {a: curves(result, a, task) for a in ("standard", "positional")}
         for arch in ("positional", "standard"):
-            idm = cv[arch]["id"]["median"]
-            drop = idm[0] / idm[-1]
+            idm = per_seed(runs, arch, task, "test", i1)  # [N, seed]
+            tr = per_seed(runs, arch, task, "train")
             pid = paper.FIG14_18_MEDIANS[task][arch]
-            text = (f"Fig. 2, {task}, {arch}: ID loss falls with N (N = {lo} → {hi}: factor; paper: 5,000 → 50,000; "
-                    f"medians {' → '.join(f'{v:.3g}' for v in idm)})")
-            if drop >= 1.5:
-                t.add("18", text, paper=pid[5000][0] / pid[50000][0], ours=drop, holds=True,
-                      tolerance="≥ 1.5 (soft, our CI-scale threshold)", asserted=False, source="figure")
-            else:
-                t.inconclusive("18", text, paper=pid[5000][0] / pid[50000][0], ours=drop, source="figure",
-                               why="< 1.5: at CI scale training is optimisation-limited, not data-limited")
-            tr = cv[arch]["train"]["median"]
-            gap_lo, gap_hi = idm[0] / tr[0], idm[-1] / tr[-1]
-            t.add("18g", f"{task}, {arch}: the gap ID test / train MSE shrinks with N (N = {lo}: {gap_lo:.3g}; "
-                  f"N = {hi})", paper="shrinks", ours=gap_hi, holds=gap_hi < gap_lo,
-                  tolerance=f"< {gap_lo:.3g} (soft)", asserted=False, source="text")
-        ood_s, ood_p = cv["standard"]["ood"]["median"], cv["positional"]["ood"]["median"]
-        least = min(s / p for s, p in zip(ood_s, ood_p))
+            med = np.median(idm, axis=1)
+            t.inconclusive("18", f"Fig. 2, {task}, {arch}: ID loss falls with N (per seed, N = {lo} → {hi}: factor; "
+                           f"paper: 5,000 → 50,000; medians {' → '.join(f'{v:.3g}' for v in med)})",
+                           paper=pid[5000][0] / pid[50000][0], ours=seed_summary(idm[0] / idm[-1]), why=blind,
+                           source="figure")
+            gap = idm / tr
+            t.inconclusive("18g", f"{task}, {arch}: the gap ID test / train MSE shrinks with N (per seed, the gap at "
+                           f"N = {lo} over the gap at N = {hi}; median gaps {np.median(gap[0]):.3g} → "
+                           f"{np.median(gap[-1]):.3g})", paper="shrinks", ours=seed_summary(gap[0] / gap[-1]),
+                           why=blind, source="text")
+        ratio = (per_seed(runs, "standard", task, "test", io) / per_seed(runs, "positional", task, "test", io)).min(axis=0)
         pr = min(paper.FIG14_18_MEDIANS[task]["standard"][N][1] / paper.FIG14_18_MEDIANS[task]["positional"][N][1]
                  for N in (5000, 50000))
-        c_ood = max(result["config"]["c_list"])
-        asserted = task in ("cumsum", "cummin", "maxsub")
-        t.add("D.1.3", f"Figs. 14-18, {task}: only the positional model generalises OOD (c = {c_ood:g}): standard / "
-              "positional median MSE, least over N", paper=pr, ours=least, holds=least >= 2,
-              tolerance="≥ 2 at every N", asserted=asserted, source="figure")
+        t.add_seeds("D.1.3", f"Figs. 14-18, {task}: only the positional model generalises OOD (c = {c_ood:g}): per "
+                    "seed, the least standard / positional MSE over N", paper=pr, values=ratio, threshold=2,
+                    tolerance="≥ 2 at every N", asserted=task in ("cumsum", "cummin", "maxsub"), source="figure")
     cmd = full_command(SLUG)
     t.not_run("22", "paper scale: ID MSE falls ≥ 1 decade from 5,000 to 50,000 lists, both architectures, every "
               "task but standard sort", paper="≥ 10×", command=cmd, source="figure")

@@ -35,3 +35,15 @@ def test_bad_parameters_name_themselves(tmp_path):
 def test_the_full_preset_is_valid():
     cfg = ex.EXPERIMENTS[0].config("full")
     assert cfg["epochs"] == 2000 and cfg["seeds"] == 10 and cfg["steps"] is None
+
+
+def test_rows_any_learner_passes_are_inconclusive_and_the_ood_row_is_judged_over_seeds():
+    cfg = ex.EXPERIMENTS[0].config("ci")
+    run = lambda std, pos: {a: {"cumsum": {"train": [1e-3] * 3, "test": [[1e-2, v] for v in vals]}}  # noqa: E731
+                            for a, vals in (("standard", std), ("positional", pos))}
+    result = {"config": cfg, "tasks": ["cumsum"], "sizes": [16, 4096],
+              "runs": [run([5.0, 6.0, 7.0], [0.5, 0.5, 0.5]), run([4.0, 4.0, 0.6], [0.1, 0.1, 0.1])]}
+    rows = ex.claims(result).rows
+    assert {r.verdict for r in rows if r.key in ("18", "18g")} == {"inconclusive"}
+    d13 = next(r for r in rows if r.key == "D.1.3")
+    assert d13.verdict == "reproduced" and d13.ours == "10 (6–12, 3 seeds)" and d13.asserted

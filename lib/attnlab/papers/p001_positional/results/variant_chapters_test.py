@@ -85,3 +85,45 @@ def test_the_paper_scale_path_runs_on_a_tiny_config(name, tmp_path):
     table = mod.claims(result)
     assert table.rows and "nan" not in table.markdown()
     assert any(tmp_path.rglob("*.json")) and not any(tmp_path.rglob("*.pt"))  # stored; checkpoints cleaned up
+
+
+def _finetuned(pos_before: float, std_after: float, seeds: int = 3) -> dict:
+    """A synthetic fine-tuning result on cumsum (raw MSE; c = 10): ID MSE 1e-3 for both, the positional
+    model's c = 10 MSE / c² `pos_before` × its ID MSE before fine-tuning and 1.5× after it, the standard
+    model's 1000× before and `std_after` × after."""
+    from attnlab.papers.p001_positional.results import finetune_values as ft
+
+    cfg = ft.EXPERIMENTS[0].config("ci", seeds=seeds)
+    row = lambda before, after: {"id": 1e-3, "before": before * 1e-3 * 100, "after": after * 1e-3 * 100,  # noqa: E731
+                                 "train": 1e-3, "ft_train": 1e-1}
+    return {"config": cfg, "runs": {"positional": {"cumsum": [row(pos_before, 1.5)] * seeds},
+                                    "standard": {"cumsum": [row(1000.0, std_after)] * seeds}}}
+
+
+def test_finetune_rows_that_cannot_see_fine_tuning_are_inconclusive():
+    from attnlab.papers.p001_positional.results import finetune_values as ft
+
+    rows = {r.key: r for r in ft.claims(_finetuned(pos_before=1.2, std_after=60.0)).rows}
+    for key in ("19-cumsum", "T1-cumsum"):  # the positional model was at its ID level before fine-tuning
+        assert rows[key].verdict == "inconclusive" and "Fig. 4's gap" in rows[key].tolerance, key
+    assert rows["T1s-cumsum"].verdict == "reproduced" and rows["T1s-cumsum"].asserted
+    assert rows["T1s-cumsum"].ours == "60 (60–60, 3 seeds)"
+    # as in the paper (216× above its ID level before): the rows judge fine-tuning, over seeds
+    rows = {r.key: r for r in ft.claims(_finetuned(pos_before=200.0, std_after=60.0)).rows}
+    assert rows["T1-cumsum"].verdict == "reproduced" and rows["19-cumsum"].verdict == "reproduced"
+    # fine-tuning brings the standard model back too: the half of the claim CI can test fails
+    table = ft.claims(_finetuned(pos_before=1.2, std_after=1.5))
+    assert {r.key: r for r in table.rows}["T1s-cumsum"].verdict == "fails"
+    with pytest.raises(AssertionError, match="T1s-cumsum"):
+        table.check()
+
+
+def test_positional_encodings_trains_the_encodings_asked_for():
+    from attnlab.papers.p001_positional.results import positional_encodings as pe
+
+    cfg = pe.EXPERIMENTS[0].config("ci")
+    assert sorted(pe.variants(cfg)) == sorted(["positional, one-hot", "positional, sinusoidal", "standard, one-hot",
+                                               "standard, sinusoidal", "standard + RoPE"])
+    assert len(pe.variants(pe.EXPERIMENTS[0].config("full"))) == 7
+    with pytest.raises(ParameterError, match="'encodings'"):
+        pe.EXPERIMENTS[0].config("ci", encodings="onehot")
