@@ -14,7 +14,7 @@ import torch
 from attnlab.core.replica import ReplicaModule
 
 from . import constructions as C
-from . import models
+from . import dense_graphs, models
 from .variant_training import Threshold, fit
 
 
@@ -48,9 +48,11 @@ class SoftmaxSumQK(ReplicaModule):
         self.register_buffer("dk", dk.to(self.device))  # integers: exact in any float type
 
     def aggregate(self, Xc: torch.Tensor) -> torch.Tensor:
-        """Xc: (n, ell, d) -> A = sum over the replica's heads of the row-softmax of S^(k)/sqrt(d_k), (R, n, ell, ell)."""
-        Q = torch.einsum("npd,rdc->rnpc", Xc, self.w("W_Q"))
-        K = torch.einsum("npd,rdc->rnpc", Xc, self.w("W_K"))
+        """Xc: (n, ell, d), or (R, n, ell, d) one batch per replica -> A = sum over the replica's heads of
+        the row-softmax of S^(k)/sqrt(d_k), (R, n, ell, ell)."""
+        spec = "npd,rdc->rnpc" if Xc.dim() == 3 else "rnpd,rdc->rnpc"
+        Q = torch.einsum(spec, Xc, self.w("W_Q"))
+        K = torch.einsum(spec, Xc, self.w("W_K"))
         S = torch.einsum("rnpc,rnqc,rch->rnhpq", Q, K, self.assign) / self.dk.sqrt().view(-1, 1, 1, 1, 1)
         P = torch.softmax(S, dim=-1) * self.head_ok[:, None, :, None, None]
         return P.sum(dim=2)
@@ -103,3 +105,56 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
              "steps": log.steps[r], "stopped": log.stopped[r], "seconds": log.seconds / R}
             for r, (h, D_K) in enumerate(specs)]
 
+
+
+def train_runs(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: float = 0.5, alpha: float = 10.0,
+               tau0: float = 0.5, check_every: int = 500, patience: int = 5, stop_f1: float = 0.995, n_val: int = 500,
+               n_test: int = 2000, device: str = "cpu", progress=None, kind: str = "softmax",
+               checkpoint=None) -> list[dict]:
+    """`train_seed` for replicas of different (m, d, seed) in ONE tensor program: one replica per run
+    (a dict with m, d, h, D_K, seed), each on the data of its (m, d, seed) (`models.seed_data`,
+    embeddings zero-padded to the largest d) with the initial W_Q, W_K of `models.init_weights`;
+    the softmax-sum model (`kind="softmax"`) or the max-over-heads model (`kind="max"`, one
+    `models.HeadPaddedQK` per head count, tau starting at 0). Same loss, early-stopping rule and
+    metric as `train_seed`; a replica's function, loss and gradients are its own, so it follows its
+    `train_seed` trajectory up to float summation order."""
+    dev = torch.device(device)
+    D = max(r["d"] for r in runs)
+    cache: dict[tuple, dict] = {}
+    for r in runs:
+        key = (r["m"], r["d"], r["seed"])
+        if key not in cache:
+            data = models.seed_data(*key, ell, rho, steps, n_val, n_test)
+            X = torch.zeros(r["m"], D, dtype=torch.float32)
+            X[:, :r["d"]] = torch.tensor(data["X"], dtype=torch.float32)
+            cache[key] = {name: (X[torch.as_tensor(data[name])],
+                                 torch.as_tensor(C.context_labels(data[name], data["perm"])))
+                          for name in ("train", "val", "test")}
+
+    def stacked(name):
+        keys = [(r["m"], r["d"], r["seed"]) for r in runs]
+        return tuple(torch.stack([cache[k][name][j] for k in keys]).to(dev) for j in range(2))
+
+    specs = [(r["h"], r["D_K"]) for r in runs]
+    inits = [models.init_weights(r["d"], r["h"], r["D_K"], r["m"], r["seed"]) for r in runs]
+    (Xtr, ytr), (Xva, yva) = stacked("train"), stacked("val")
+    if kind == "softmax":
+        model = SoftmaxSumQK(D, specs, inits, tau0, dev)
+        params, margin, order = [model.W_Q, model.W_K, model.tau], model, None
+        tau = lambda: model.tau[:, 0]  # noqa: E731
+    elif kind == "max":
+        model = dense_graphs.GroupedQK(D, specs, inits, dev)
+        params, margin, order = model.param_groups, model.grouped, model.order
+        Xtr, ytr, Xva, yva = Xtr[order], ytr[order], Xva[order], yva[order]  # group order, for training
+        tau = model.tau
+    else:
+        raise ValueError(f"kind {kind!r}: choose 'softmax' or 'max'")
+    log = fit(params, lambda s: models.rgr_loss(margin(Xtr[:, s:s + 1]), ytr[:, s:s + 1], alpha), steps, lr,
+              validate=lambda: dense_graphs.micro_f1(margin, Xva, yva), rule=Threshold(stop_f1, patience),
+              check_every=check_every, progress=progress, checkpoint=checkpoint)
+    f1 = dense_graphs.micro_f1(model, *stacked("test"))
+    back = list(range(len(runs))) if order is None else model.back.tolist()
+    taus = tau().detach()
+    return [{"h": r["h"], "D_K": r["D_K"], "seed": r["seed"], "f1": float(f1[i]), "tau": float(taus[i]),
+             "steps": log.steps[back[i]], "stopped": log.stopped[back[i]], "seconds": log.seconds / len(runs)}
+            for i, r in enumerate(runs)]

@@ -66,3 +66,17 @@ def test_max_kind_is_the_core_protocol():
     here = S.train_seed(16, 8, [(1, 4), (2, 8)], 0, kind="max", **kw)
     for a, b in zip(core, here):
         assert abs(a["tau"] - b["tau"]) < 1e-6 and abs(a["f1"] - b["f1"]) < 1e-9 and a["steps"] == b["steps"]
+
+
+def test_train_runs_is_train_seed_with_seeds_as_replicas():
+    """Seeds as replicas of one program (issue 27): train_runs matches train_seed seed by seed, for the
+    softmax model and (through models.HeadPaddedQK) the max-over-heads model."""
+    kw = dict(steps=60, lr=3e-3, check_every=20, n_val=20, n_test=30)
+    for kind in ("softmax", "max"):
+        runs = [{"m": 32, "d": 8, "h": h, "D_K": D, "seed": s} for s in (0, 1) for h, D in ((1, 4), (2, 8))]
+        both = S.train_runs(runs, kind=kind, **kw)
+        for s in (0, 1):
+            alone = S.train_seed(32, 8, [(1, 4), (2, 8)], s, kind=kind, **kw)
+            for a, b in zip(alone, [r for r in both if r["seed"] == s]):
+                assert (a["h"], a["D_K"]) == (b["h"], b["D_K"]) and a["steps"] == b["steps"]
+                assert abs(a["tau"] - b["tau"]) < 1e-4 and abs(a["f1"] - b["f1"]) < 1e-6, (kind, a, b)
