@@ -9,7 +9,7 @@ from attnlab.core.params import ParameterError
 from . import accuracy_metrics as ex
 
 SMALL = {"tasks": "cummin", "embed": 8, "hidden": 8, "samples": 256, "batch": 64, "steps": 10,
-         "c_list": [1.0, 3.0], "test_samples": 100}
+         "c_list": [1.0, 3.0], "test_samples": 100, "seeds": 2}
 
 
 def test_tiny_run_and_store(tmp_path):
@@ -18,7 +18,7 @@ def test_tiny_run_and_store(tmp_path):
     for kind in ex.KINDS:
         for m in ex.METRICS:
             v = np.array(result["runs"][kind]["cummin"][m])
-            assert v.shape == (1, 2) and (v >= 0).all() and (v <= 1).all()
+            assert v.shape == (2, 2) and (v >= 0).all() and (v <= 1).all()
         # the literal 'and' reading is never more lenient than the authors' isclose reading
         assert (np.array(result["runs"][kind]["cummin"]["closeness_both"])
                 <= np.array(result["runs"][kind]["cummin"]["closeness"])).all()
@@ -34,3 +34,15 @@ def test_bad_parameters():
         exp.run(exp.config("ci", tasks="cumsum,foo"), store_root="/nonexistent", progress=False)
     with pytest.raises(ParameterError, match="'embed'"):
         exp.config("ci", embed=10**6)
+
+
+def test_seed_offset_moves_the_seeds(tmp_path):
+    """-p seed 5: other model seeds and (CI: shared) training data; a row per seed count is kept."""
+    exp = ex.EXPERIMENTS[0]
+    base = exp.run(exp.config("ci", **SMALL), store_root=tmp_path, progress=False)
+    moved = exp.run(exp.config("ci", **SMALL, seed=5), store_root=tmp_path, progress=False)
+    assert moved["meta"]["computed"] == 2 * 2  # nothing reused from seeds 0, 1
+    assert moved["runs"]["positional"]["cummin"]["mse"] != base["runs"]["positional"]["cummin"]["mse"]
+    assert "2 seeds" in next(r for r in ex.claims(moved).rows if r.key == "1").ours
+    with pytest.raises(ParameterError, match="'seed'"):
+        exp.config("ci", seed=-1)
