@@ -20,3 +20,12 @@ def test_tiny_run(tmp_path):
     assert T.shape == (1, 2, 8, 4) and np.all(T[:, :, 0] == 0) and np.all((T >= 0) & (T <= 1))
     again = exp.run(exp.config("ci", **SMALL), store_root=tmp_path, progress=False)
     assert again["meta"]["computed"] == 0
+
+
+def test_seed_offset(tmp_path):
+    """-p seed 3: seed 3 on another shared training set; row 3 prints one value per seed."""
+    exp = ex.EXPERIMENTS[0]
+    a = exp.run(exp.config("ci", **SMALL), store_root=tmp_path, progress=False)
+    b = exp.run(exp.config("ci", **SMALL, seed=3), store_root=tmp_path, progress=False)
+    assert b["meta"]["computed"] == 2 and a["runs"]["standard"][0]["test_mse"] != b["runs"]["standard"][0]["test_mse"]
+    assert next(r for r in ex.claims(b).rows if r.key == "3").ours.endswith("1 seed)")
