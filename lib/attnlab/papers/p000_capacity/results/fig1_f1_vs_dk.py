@@ -1,6 +1,9 @@
 """Fig. 1 / Fig. 9 (§6, App. A.2): micro-F1 of the trained max-over-heads QK model against the total
 key dimension D_K, one line per head count, on random permutation graphs with compressed Gaussian
-unit-norm embeddings. Replica-batched: one training program per seed, replicas = (h, D_K).
+unit-norm embeddings. Replica-batched: one training program, replicas = (h, D_K, seed) (each seed its
+own graph, embeddings and initialisation; `models.train_grid`). Every trained row is judged over
+the seeds with the seed rule (`ClaimsTable.add_seeds`): ✅ or ❌ only when every seed agrees beyond
+the row's precision. `seed` moves every seed (graph, embeddings, contexts, initialisation).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from .. import models, paper, sweeps
+from ..seeds import SEED_PARAM, by_seed, seed_range, vote
 
 PARAMS = (
     Param("m", "int", "number of items", min=4, max=8192),
@@ -19,14 +23,17 @@ PARAMS = (
     Param("heads", "int_list", "head counts h", min=1, max=256),
     Param("dks", "int_list", "total key dimensions D_K (a pair is trained where h divides D_K)", min=1, max=4096),
     Param("seeds", "int", "number of seeds (graph, embeddings, initialisation)", min=1, max=20),
+    SEED_PARAM,
     Param("steps", "int", "maximum training steps (one context per step)", min=1, max=500000),
     Param("lr", "float", "Adam learning rate (the paper: 1e-3)", min=1e-6, max=1.0),
     Param("n_test", "int", "test contexts", min=10, max=20000),
 ) + sweeps.RESUME_PARAMS
 PRESETS = {
-    "ci": {**sweeps.CI_RUN, "m": 64, "d_model": 16, "heads": [1, 4, 8], "dks": [8, 16, 32], "seeds": 1, "steps": 4000, "lr": 3e-3,
-           "n_test": 1000},
-    "full": {**sweeps.FULL_RUN, "m": 256, "d_model": 32, "heads": [1, 2, 4, 8, 16], "dks": [16, 32, 48, 64, 96, 128], "seeds": 10,
+    # three seeds as replicas of one program cost ~2.7x one seed (compute-bound): 2000 steps at lr 6e-3
+    # (1800 left one seed short of F1 0.99), h in {1, 4} (h = 8 dropped) and 500 test contexts keep the CPU time
+    "ci": {**sweeps.CI_RUN, "m": 64, "d_model": 16, "heads": [1, 4], "dks": [8, 16, 32], "seeds": 3, "seed": 0,
+           "steps": 2000, "lr": 6e-3, "n_test": 500},
+    "full": {**sweeps.FULL_RUN, "m": 256, "d_model": 32, "heads": [1, 2, 4, 8, 16], "dks": [16, 32, 48, 64, 96, 128], "seeds": 10, "seed": 0,
              "steps": 30000, "lr": 1e-3, "n_test": 2000},
 }
 
@@ -40,15 +47,18 @@ def compute(ctx: Context) -> dict:
     if not specs or cfg["d_model"] > cfg["m"]:
         raise ParameterError(f"parameters 'heads' {cfg['heads']} / 'dks' {cfg['dks']}: no head count divides a D_K "
                              f"(or d_model > m)")
+    seeds = seed_range(cfg)
     keys = [{"what": "run", "m": cfg["m"], "d": cfg["d_model"], "h": h, "D_K": D, "seed": s, "steps": cfg["steps"],
-             "lr": cfg["lr"], "n_test": cfg["n_test"]} for s in range(cfg["seeds"]) for h, D in specs]
+             "lr": cfg["lr"], "n_test": cfg["n_test"]} for s in seeds for h, D in specs]
 
-    def run(seed, ks, bar, checkpoint=None):
-        return models.train_seed(cfg["m"], cfg["d_model"], [(k["h"], k["D_K"]) for k in ks], seed,
-                                 steps=cfg["steps"], lr=cfg["lr"], ell=paper.CONTEXT_LENGTH, rho=paper.RHO,
-                                 n_test=cfg["n_test"], device=str(ctx.device), progress=bar, checkpoint=checkpoint)
+    def run(_, ks, bar, checkpoint=None):  # every seed a replica of one program
+        rows = models.train_grid([{"m": cfg["m"], "d": cfg["d_model"], "h": k["h"], "D_K": k["D_K"], "seed": k["seed"]}
+                                  for k in ks], steps=cfg["steps"], lr=cfg["lr"], ell=paper.CONTEXT_LENGTH,
+                                 rho=paper.RHO, n_test=cfg["n_test"], device=str(ctx.device), progress=bar,
+                                 checkpoint=checkpoint)
+        return [{k: r[k] for k in ("h", "D_K", "seed", "f1", "tau", "steps", "stopped", "seconds")} for r in rows]
 
-    runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run))
+    runs = ctx.units(keys, sweeps.grouped_programs(ctx, keys, cfg["steps"], run, group=lambda k: 0))
     return {"config": cfg, "runs": runs}
 
 
@@ -66,36 +76,45 @@ def dk_star(result: dict, level: float = 0.99) -> int | None:
     return min(ok) if ok else None
 
 
+def seed_f1(result: dict) -> list[dict[tuple[int, int], float]]:
+    """Per seed (in seed order): {(h, D_K): test F1}."""
+    return [{(r["h"], r["D_K"]): r["f1"] for r in rr} for rr in by_seed(result["runs"]).values()]
+
+
 def claims(result: dict) -> ClaimsTable:
+    """Rows 1-5 judged over the seeds (each seed's own F1: `add_seeds`, `seeds.vote`); row 6 at the paper's protocol."""
     cfg = result["config"]
     m, d = cfg["m"], cfg["d_model"]
-    f = mean_f1(result)
+    fs = seed_f1(result)
     t = ClaimsTable(rtol=TRAINED_RTOL)
-    single = [v for (h, D), v in f.items() if h == 1]
-    t.add("1", f"§6, Figs. 1 and 9: a single head fails to separate signal from superposition noise (best mean F1 of "
-               f"h = 1 over D_K ∈ {sorted(cfg['dks'])}, m = {m}, d = {d})", paper="< 0.99", ours=max(single),
-          holds=max(single) < 0.9, tolerance="< 0.9", asserted=True, source="text")
+    t.add_seeds("1", f"§6, Figs. 1 and 9: a single head fails to separate signal from superposition noise (per seed, the "
+                     f"best F1 of h = 1 over D_K ∈ {sorted(cfg['dks'])}, m = {m}, d = {d})", paper="< 0.99",
+                values=[max(v for (h, D), v in f.items() if h == 1) for f in fs], threshold=0.9, above=False,
+                tolerance="< 0.9", asserted=True, source="text")
     top = max(cfg["dks"])
-    multi = max(v for (h, D), v in f.items() if h > 1 and D == top)
-    t.add("2", f"multiple heads reach near-perfect recovery at the same budget (best h > 1 at D_K = {top})",
-          paper="≥ 0.99", ours=multi, holds=multi >= 0.98, tolerance="≥ 0.98", asserted=True, source="figure")
-    gap = multi - f.get((1, top), 0.0)
-    t.add("3", f"multi-head advantage at D_K = {top}: best h > 1 minus h = 1", paper="large", ours=gap,
-          holds=gap >= 0.3, tolerance="≥ 0.3", asserted=True, source="figure")
+    multi = [max(v for (h, D), v in f.items() if h > 1 and D == top) for f in fs]
+    # judged on the error 1 − F1: the trained precision is relative, and an F1 near 1 moves in its error
+    t.add_seeds("2", f"multiple heads reach near-perfect recovery at the same budget: per seed, 1 − F1 of the best h > 1 "
+                     f"at D_K = {top}", paper="≤ 0.01 (F1 ≥ 0.99)", values=[1 - v for v in multi], threshold=0.02,
+                above=False, tolerance="≤ 0.02 (F1 ≥ 0.98)", asserted=True, source="figure")
+    t.add_seeds("3", f"multi-head advantage at D_K = {top}: best h > 1 minus h = 1, per seed", paper="large",
+                values=[v - f.get((1, top), 0.0) for v, f in zip(multi, fs)], threshold=0.3, tolerance="≥ 0.3",
+                asserted=True, source="figure")
     lo, hi = paper.FIG8_DKSTAR.get((m, d), (None, None))
-    star = dk_star(result)
     if lo is not None:
         grid = sorted(cfg["dks"])
         below = max([D for D in grid if D <= lo], default=None)
         above = min([D for D in grid if D >= hi], default=None)
-        ok = star is not None and (below or 0) <= star <= (above or star)
-        t.add("4", f"Fig. 8: D_K* of (m, d) = ({m}, {d}) is {lo}–{hi}; ours on the grid {grid} (smallest D_K with mean "
-                   "F1 ≥ 0.99), within one grid step", paper=f"{lo}–{hi}", ours=star, holds=ok,
-              tolerance=f"{below}–{above}", asserted=True, source="figure")
-    h_low = min((h for (h, D), v in f.items() if D == min(cfg["dks"])), default=None)
-    low = max(v for (h, D), v in f.items() if D == min(cfg["dks"]))
-    t.add("5", f"a sharp transition in D_K: at D_K = {min(cfg['dks'])} no head count reaches 0.6", paper="fails",
-          ours=low, holds=low < 0.6, tolerance="< 0.6", asserted=h_low is not None, source="figure")
+        stars = [min([D for (h, D), v in f.items() if v >= 0.99], default=None) for f in fs]
+        vote(t, "4", f"Fig. 8: D_K* of (m, d) = ({m}, {d}) is {lo}–{hi}; ours on the grid {grid} (per seed, the smallest "
+                     "D_K with F1 ≥ 0.99), within one grid step", paper=f"{lo}–{hi}",
+             ours="/".join("–" if v is None else str(v) for v in stars),
+             holds=[v is not None and (below or 0) <= v <= (above or v) for v in stars],
+             tolerance=f"{below}–{above}", asserted=True, source="figure")
+    low_D = min(cfg["dks"])
+    t.add_seeds("5", f"a sharp transition in D_K: at D_K = {low_D} no head count reaches 0.6 (per seed, the best F1 "
+                     f"there)", paper="fails", values=[max(v for (h, D), v in f.items() if D == low_D) for f in fs],
+                threshold=0.6, above=False, tolerance="< 0.6", asserted=True, source="figure")
     t.not_run("6", "Fig. 1 itself: m = 256, d = 32, h ≤ 16, 10 seeds, the paper's lr 1e-3 and early stopping",
               paper="D_K* 48–64, h* = 4", command="attnlab run 000-capacity/fig1-f1-vs-dk --scale full --headless")
     return t
