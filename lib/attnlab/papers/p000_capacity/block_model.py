@@ -92,15 +92,17 @@ class PreLNBlock(ReplicaModule):
         self.register_buffer("E", E.to(self.device, torch.float32))
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        """X: (n, L, D) input sequences -> logits (R, n, m + 1) at the last position."""
-        a = _layer_norm(X[None], self.w("g_1")[:, None, None], self.w("c_1")[:, None, None])   # (R, n, L, D)
+        """X: (n, L, D) input sequences, or (R, n, L, D) one batch per replica -> logits (R, n, m + 1) at
+        the last position."""
+        X = X[None] if X.dim() == 3 else X
+        a = _layer_norm(X, self.w("g_1")[:, None, None], self.w("c_1")[:, None, None])   # (R, n, L, D)
         K = torch.einsum("rnld,rdhc->rnhlc", a, self.w("W_K"))
         q = torch.einsum("rnd,rdhc->rnhc", a[:, :, -1], self.w("W_Q"))
         s = torch.einsum("rnhc,rnhlc->rnhl", q, K) / self.dk.sqrt().view(-1, 1, 1, 1)
         P = torch.softmax(s, dim=-1)
         z = torch.einsum("rnhl,rnld->rnhd", P, a)                # mix the normalised inputs, then project
         o = torch.einsum("rnhd,rhde->rnhe", z, self.w("W_V"))
-        x = X[None, :, -1] + torch.einsum("rnhe,rhef->rnf", o, self.w("W_O"))
+        x = X[:, :, -1] + torch.einsum("rnhe,rhef->rnf", o, self.w("W_O"))
         u = _layer_norm(x, self.w("g_2")[:, None], self.w("c_2")[:, None])
         x = x + torch.einsum("rnf,rfd->rnd", F.gelu(torch.einsum("rnd,rdf->rnf", u, self.w("W_1"))
                                                        + self.w("b_1")[:, None]), self.w("W_2")) + self.w("b_2")[:, None]
@@ -126,34 +128,39 @@ def init_block(D: int, h: int, D_K: int, d_ff: int, m: int, seed: int, std: floa
 def train_runs(E: np.ndarray, runs: list[dict], *, steps: int, lr: float, batch: int, ell: int = 16, d_ff: int = 16,
                weight_decay: float = 0.01, check_every: int = 250, n_val: int = 500, n_test: int = 1000,
                device: str = "cpu", progress=None) -> list[dict]:
-    """Train one block per run (a dict with h, D_K, seed; all runs of one seed share its permutation
-    and data) on the frozen table E (m + 1 rows, NULL last) with AdamW (constant lr, decoupled weight
-    decay), cross-entropy at the query position. Every `check_every` steps the validation accuracy
-    is measured; the test accuracy is taken at the best validation check (§7.3). Per replica: that
-    test accuracy, the best validation accuracy, the fractions of test predictions equal to s = pi(q)
-    and to NULL at that check, the final training loss and the mean loss of the last 10% of steps."""
+    """Train one block per run (a dict with h, D_K, seed; the runs of a seed share its permutation
+    and data, each seed its own) in ONE tensor program on the frozen table E (m + 1 rows, NULL last)
+    with AdamW (constant lr, decoupled weight decay), cross-entropy at the query position. Every
+    `check_every` steps the validation accuracy is measured; the test accuracy is taken at the best
+    validation check (§7.3). Per replica: that test accuracy, the best validation accuracy, the
+    fractions of test predictions equal to s = pi(q) and to NULL at that check, the final training
+    loss and the mean loss of the last 10% of steps. A replica's data, initialisation, loss and
+    gradients are those of its seed alone, whatever other seeds share the program."""
     seeds = sorted({r["seed"] for r in runs})
-    if len(seeds) != 1:
-        raise ValueError(f"train_runs trains the runs of one seed; got seeds {seeds}")
-    seed = seeds[0]
     dev = torch.device(device)
     m = E.shape[0] - 1
     Et = torch.tensor(E, dtype=torch.float32, device=dev)
-    perm = T.random_permutation(m, T.rng(seed, "block-perm", m))
-    data = {name: sample_examples(perm, n, ell, T.rng(seed, "block-data", name, m, ell))
-            for name, n in (("val", n_val), ("test", n_test))}
-    Xval, Xte = inputs(Et, data["val"], dev), inputs(Et, data["test"], dev)
-    yval = torch.as_tensor(data["val"]["y"], device=dev)
+    perms = [T.random_permutation(m, T.rng(seed, "block-perm", m)) for seed in seeds]
+    data = [{name: sample_examples(perm, n, ell, T.rng(seed, "block-data", name, m, ell))
+             for name, n in (("val", n_val), ("test", n_test))} for seed, perm in zip(seeds, perms)]
+    Xval = torch.stack([inputs(Et, dd["val"], dev) for dd in data])   # (S, n, L, D)
+    Xte = torch.stack([inputs(Et, dd["test"], dev) for dd in data])
+
+    def per_seed(name, key):
+        return torch.stack([torch.as_tensor(dd[name][key], device=dev) for dd in data])  # (S, n)
     hs = sorted({r["h"] for r in runs})
     index = [[i for i, r in enumerate(runs) if r["h"] == h] for h in hs]
     D = E.shape[1]
     parts = [PreLNBlock(Et, h, [runs[i]["D_K"] for i in g], d_ff,
-                        [init_block(D, h, runs[i]["D_K"], d_ff, m, seed) for i in g], dev) for h, g in zip(hs, index)]
+                        [init_block(D, h, runs[i]["D_K"], d_ff, m, runs[i]["seed"]) for i in g], dev)
+             for h, g in zip(hs, index)]
     order = [i for g in index for i in g]
     back = np.argsort(order)
+    which = [torch.tensor([seeds.index(runs[i]["seed"]) for i in g], device=dev) for g in index]  # seed of each replica
+    seed_of = torch.cat(which)  # in group order
 
-    def logits(X):  # (R, n, m + 1) in group order
-        return torch.cat([p(X) for p in parts])
+    def logits(X):  # X (S, n, L, D), one batch per seed -> (R, n, m + 1) in group order
+        return torch.cat([p(X[w]) for p, w in zip(parts, which)])
 
     R = len(runs)
     best_val = torch.full((R,), -1.0, dtype=torch.float64)
@@ -161,16 +168,16 @@ def train_runs(E: np.ndarray, runs: list[dict], *, steps: int, lr: float, batch:
     losses: list[torch.Tensor] = []
 
     @torch.no_grad()
-    def accuracy(X, y, chunk=250):
-        pred = torch.cat([logits(X[a:a + chunk]).argmax(-1) for a in range(0, len(X), chunk)], dim=1)
-        return pred, (pred == y).double().mean(1).cpu()
+    def accuracy(X, y, chunk=250):  # y (S, n)
+        pred = torch.cat([logits(X[:, a:a + chunk]).argmax(-1) for a in range(0, X.shape[1], chunk)], dim=1)
+        return pred, (pred == y[seed_of]).double().mean(1).cpu()
 
     def check():
-        _, acc = accuracy(Xval, yval)
+        _, acc = accuracy(Xval, per_seed("val", "y"))
         better = acc > best_val
         if better.any():
-            pred, test = accuracy(Xte, torch.as_tensor(data["test"]["y"], device=dev))
-            pred_s = (pred == torch.as_tensor(data["test"]["s"], device=dev)).double().mean(1).cpu()
+            pred, test = accuracy(Xte, per_seed("test", "y"))
+            pred_s = (pred == per_seed("test", "s")[seed_of]).double().mean(1).cpu()
             pred_null = (pred == m).double().mean(1).cpu()
             for k, v in (("test", test), ("pred_s", pred_s), ("pred_null", pred_null)):
                 at_best[k] = torch.where(better, v, at_best[k])
@@ -185,10 +192,11 @@ def train_runs(E: np.ndarray, runs: list[dict], *, steps: int, lr: float, batch:
             return torch.ones(R, dtype=torch.bool, device=dev)
 
     def loss_at(step):
-        ex = sample_examples(perm, batch, ell, T.rng(seed, "block-train", m, ell, step))  # on the fly
-        out = logits(inputs(Et, ex, dev))
-        y = torch.as_tensor(ex["y"], device=dev)
-        loss = F.cross_entropy(out.transpose(1, 2), y.expand(R, -1), reduction="none").mean(1)
+        exs = [sample_examples(perm, batch, ell, T.rng(seed, "block-train", m, ell, step))  # on the fly
+               for seed, perm in zip(seeds, perms)]
+        out = logits(torch.stack([inputs(Et, ex, dev) for ex in exs]))
+        y = torch.stack([torch.as_tensor(ex["y"], device=dev) for ex in exs])[seed_of]
+        loss = F.cross_entropy(out.transpose(1, 2), y, reduction="none").mean(1)
         losses.append(loss.detach())
         return loss
 
@@ -197,7 +205,7 @@ def train_runs(E: np.ndarray, runs: list[dict], *, steps: int, lr: float, batch:
     if steps % check_every:
         check()
     tail = torch.stack(losses[-max(1, steps // 10):]).mean(0).cpu()
-    return [{"h": r["h"], "D_K": r["D_K"], "seed": seed, "test_acc": float(at_best["test"][back[i]]),
+    return [{"h": r["h"], "D_K": r["D_K"], "seed": r["seed"], "test_acc": float(at_best["test"][back[i]]),
              "val_acc": float(best_val[back[i]]), "pred_s": float(at_best["pred_s"][back[i]]),
              "pred_null": float(at_best["pred_null"][back[i]]), "final_loss": float(log.final_loss[back[i]]),
              "tail_loss": float(tail[back[i]]), "steps": log.steps[back[i]], "seconds": log.seconds / R}

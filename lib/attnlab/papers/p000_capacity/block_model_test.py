@@ -81,3 +81,15 @@ def test_the_block_learns_the_retrieval():
     out = B.train_runs(_table(24, 32), [{"h": 2, "D_K": 16, "seed": 0}], steps=400, lr=1e-2, batch=32, ell=2, d_ff=8,
                        check_every=100, n_val=200, n_test=200)[0]
     assert out["test_acc"] > 0.3 and out["tail_loss"] < np.log(25) - 1, out
+
+
+def test_a_seed_among_other_seeds_equals_the_seed_alone():
+    """Seeds as replicas of one program (issue 27): each replica reads its own seed's permutation and data."""
+    E = _table()
+    kw = dict(steps=30, lr=1e-3, batch=8, ell=3, d_ff=4, check_every=10, n_val=20, n_test=20)
+    alone = B.train_runs(E, [{"h": 2, "D_K": 8, "seed": 1}], **kw)[0]
+    mixed = B.train_runs(E, [{"h": 2, "D_K": 8, "seed": 0}, {"h": 1, "D_K": 8, "seed": 2},
+                             {"h": 2, "D_K": 8, "seed": 1}], **kw)
+    assert [r["seed"] for r in mixed] == [0, 2, 1]
+    assert abs(alone["final_loss"] - mixed[2]["final_loss"]) < 1e-5 and alone["test_acc"] == mixed[2]["test_acc"]
+    assert mixed[0]["final_loss"] != mixed[2]["final_loss"]  # another seed: other data

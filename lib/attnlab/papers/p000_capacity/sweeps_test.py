@@ -36,7 +36,7 @@ def test_grid_step_range():
 
 
 def test_a_sweep_stopped_at_its_time_limit_killed_and_resumed_stores_what_an_uninterrupted_one_does(tmp_path):
-    """The headless CLI on a tiny Fig. 6 sweep (two programs, one per seed; a validation check and the
+    """The headless CLI on a tiny Fig. 6 sweep (one program, both seeds replicas of it; a validation check and the
     plateau rule at step 500): exit 75 at the time limit, SIGKILL mid-program, then to the end; the
     stored units equal, bit for bit, those of an uninterrupted run without checkpoints."""
     from attnlab.core.checkpoint_test import stop_kill_resume
