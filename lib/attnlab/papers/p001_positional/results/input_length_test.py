@@ -7,7 +7,7 @@ from attnlab.core.params import ParameterError
 
 from . import input_length as ex
 
-TINY = dict(ns=[2, 3], tasks="maxsub", samples=32, steps=3, batch=16, embed=8, hidden=8, test_samples=20)
+TINY = dict(ns=[2, 3], tasks="maxsub", seeds=1, samples=32, steps=3, batch=16, embed=8, hidden=8, test_samples=20)
 
 
 def test_runs_resumes_and_tabulates(tmp_path):

@@ -75,9 +75,9 @@ def test_the_seed_offset_moves_the_seeds_and_names_the_same_models(tmp_path):
     """seed = 1 trains seeds 1 … seeds: with one training set for all seeds at CI scale, seed 1 of an
     offset run is seed 1 of a run from 0 (loaded, not retrained); other seeds give other models."""
     exp = ex.EXPERIMENTS[0]
-    small = dict(TINY, tasks="cumsum", c_list=[1.0, 10.0])
-    two = exp.run(exp.config("ci", **small, seeds=2), store_root=tmp_path, progress=False)
-    moved = exp.run(exp.config("ci", **small, seeds=2, seed=1), store_root=tmp_path, progress=False)
+    small = dict(TINY, tasks="cumsum", c_list=[1.0, 10.0], seeds=2)
+    two = exp.run(exp.config("ci", **small), store_root=tmp_path, progress=False)
+    moved = exp.run(exp.config("ci", **small, seed=1), store_root=tmp_path, progress=False)
     assert moved["meta"]["computed"] == 2  # seed 2 of each architecture; seed 1 is stored
     assert moved["test"]["standard"]["cumsum"][0] == two["test"]["standard"]["cumsum"][1]
     assert moved["test"]["standard"]["cumsum"][1] != two["test"]["standard"]["cumsum"][1]

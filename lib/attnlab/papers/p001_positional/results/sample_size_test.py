@@ -7,7 +7,7 @@ from attnlab.core.params import ParameterError
 
 from . import sample_size as ex
 
-TINY = dict(n=4, tasks="cummin", sizes=[8, 32], steps=3, batch=16, embed=8, hidden=8, test_samples=20)
+TINY = dict(n=4, tasks="cummin", sizes=[8, 32], seeds=1, steps=3, batch=16, embed=8, hidden=8, test_samples=20)
 
 
 def test_runs_resumes_and_tabulates(tmp_path):
