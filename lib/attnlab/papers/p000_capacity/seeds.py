@@ -30,18 +30,3 @@ def by_seed(runs: Iterable[dict]) -> dict[int, list[dict]]:
 def per_seed(runs: Iterable[dict], value: Callable[[list[dict]], float]) -> list[float]:
     """value(the runs of one seed), one per seed in seed order."""
     return [float(value(rr)) for rr in by_seed(runs).values()]
-
-
-def vote(t, key: str, text: str, *, paper, ours: str, holds: list[bool], tolerance: str, asserted: bool = False,
-         source: str = ""):
-    """A trained claim whose per-seed outcome is a yes or no on discrete values (a grid point, a head
-    count, an order), judged by the seed rule of `ClaimsTable.add_seeds`: reproduced when it holds in
-    every seed, fails when it fails in every seed, inconclusive otherwise (the tolerance column says
-    in how many seeds it held). `ours`: the per-seed values as the reader should see them."""
-    n, k = len(holds), sum(bool(x) for x in holds)
-    every = "the seed" if n == 1 else f"each of {n} seeds"
-    if k in (0, n):
-        return t.add(key, text, paper=paper, ours=ours, holds=k == n, tolerance=f"{tolerance} in {every}",
-                     asserted=asserted, source=source)
-    return t.inconclusive(key, text, paper=paper, ours=ours, source=source,
-                          why=f"{tolerance} in {every}: holds in {k}, fails in {n - k}")

@@ -7,7 +7,7 @@ d = 16 points), its exponent, the alternative D_K* ∝ m/d, and Fig. 10's line f
 mini-sweep over (m, d, h, D_K, seed) as replica-batched programs (sweeps.run), D_K* by the paper's
 rule (smallest D_K with mean test F1 ≥ 0.99 for some h), compared with Fig. 8 and with the law. The
 seeds are replicas of the same programs; every trained row is judged per seed (each seed's own
-D_K*, h*) with the seed rule (`seeds.vote`), and `seed` moves every seed.
+D_K*, h*) with the seed rule (`ClaimsTable.add_seed_outcomes`), and `seed` moves every seed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from .. import analysis, paper, sweeps
-from ..seeds import SEED_PARAM, vote
+from ..seeds import SEED_PARAM
 
 PARAMS = (
     Param("cells", "int_rows", "(m, d_model) cells of the sweep", min=2, max=8192, width=2),
@@ -223,40 +223,40 @@ def claims(result: dict) -> ClaimsTable:
             lo, hi = paper.FIG8_DKSTAR[(m, d)]
             a, b = sweeps.grid_step_range(c["grid"], lo, hi)
             hstar = show(cell(i, m, d)["h_star"] for i in range(n))
-            vote(t, f"12 ({m},{d})", f"Fig. 8: D_K* of (m, d) = ({m}, {d}) on the grid {c['grid']}, within one grid step "
+            t.add_seed_outcomes(f"12 ({m},{d})", f"Fig. 8: D_K* of (m, d) = ({m}, {d}) on the grid {c['grid']}, within one grid step "
                                      f"(per seed; h* by seed {hstar})",
-                 paper=f"{lo}–{hi}", ours=show(ours[(m, d)]),
-                 holds=[v is not None and a <= v <= b for v in ours[(m, d)]],
-                 tolerance=(f"{a}–{b}" if a > -math.inf and b < math.inf else f"≤ {b}" if b < math.inf else f"≥ {a}"),
-                 asserted=True, source="figure")
+                                paper=f"{lo}–{hi}", ours=show(ours[(m, d)]),
+                                holds=[v is not None and a <= v <= b for v in ours[(m, d)]],
+                                tolerance=(f"{a}–{b}" if a > -math.inf and b < math.inf else f"≤ {b}" if b < math.inf else f"≥ {a}"),
+                                asserted=True, source="figure")
     pairs = [((m, d), (m, d2)) for (m, d) in cells for (m2, d2) in cells if m2 == m and d2 > d] + \
             [((m2, d), (m, d)) for (m, d) in cells for (m2, d2) in cells if d2 == d and m2 > m]
     if pairs:
         def ordered(i):
             return all(ours[a][i] is not None and ours[b][i] is not None and ours[a][i] > ours[b][i] for a, b in pairs)
-        vote(t, "13", "§6.1: D_K* grows with m and falls with d_model (per seed): "
+        t.add_seed_outcomes("13", "§6.1: D_K* grows with m and falls with d_model (per seed): "
                       + ", ".join(f"D_K*{a} > D_K*{b}" for a, b in pairs),
-             paper="yes", ours="; ".join(", ".join(f"{ours[a][i]} > {ours[b][i]}" for a, b in pairs) for i in range(n)),
-             holds=[ordered(i) for i in range(n)], tolerance="strict, every pair", asserted=True, source="text")
+                            paper="yes", ours="; ".join(", ".join(f"{ours[a][i]} > {ours[b][i]}" for a, b in pairs) for i in range(n)),
+                            holds=[ordered(i) for i in range(n)], tolerance="strict, every pair", asserted=True, source="text")
     seeds = sorted({r["seed"] for r in result["runs"]})
     for m, d in cells:
         singles = [max((r["f1"] for r in result["runs"] if (r["m"], r["d"], r["h"], r["seed"]) == (m, d, 1, s)),
                        default=None) for s in seeds]
         cs = [cell(i, m, d) for i in range(n)]
         if m // d >= 4 and hs.get((m, d), 1) > 1 and all(c and c["central"] for c in cs) and None not in singles:
-            vote(t, f"14 ({m},{d})", f"§6.1, Fig. 2: a multi-head advantage in the compressed regime (m/d = {m // d}): "
+            t.add_seed_outcomes(f"14 ({m},{d})", f"§6.1, Fig. 2: a multi-head advantage in the compressed regime (m/d = {m // d}): "
                                      "h* > 1, and one head stays below 0.99 at every D_K tested (per seed)",
-                 paper=f"h* = {hs[(m, d)]}",
-                 ours="; ".join(f"h* = {c['h_star']}, h = 1 best {f:.3f}" for c, f in zip(cs, singles)),
-                 holds=[c["h_star"] > 1 and f < 0.99 for c, f in zip(cs, singles)],
-                 tolerance="h* > 1 and F1(h = 1) < 0.99", asserted=True, source="figure")
+                                paper=f"h* = {hs[(m, d)]}",
+                                ours="; ".join(f"h* = {c['h_star']}, h = 1 best {f:.3f}" for c, f in zip(cs, singles)),
+                                holds=[c["h_star"] > 1 and f < 0.99 for c, f in zip(cs, singles)],
+                                tolerance="h* > 1 and F1(h = 1) < 0.99", asserted=True, source="figure")
     known = [(m, d) for m, d in cells if (m, d) in hs and all(cell(i, m, d) and cell(i, m, d)["central"]
                                                                for i in range(n))]
     if known:
-        vote(t, "14b", "Fig. 2: h* per cell as Table 1 and Fig. 8 imply, cells " + ", ".join(map(str, known))
-             + " (per seed)", paper=", ".join(str(hs[k]) for k in known),
-             ours="; ".join(", ".join(str(cell(i, *k)["h_star"]) for k in known) for i in range(n)),
-             holds=[all(cell(i, *k)["h_interval"][0] <= hs[k] <= cell(i, *k)["h_interval"][1] for k in known)
+        t.add_seed_outcomes("14b", "Fig. 2: h* per cell as Table 1 and Fig. 8 imply, cells " + ", ".join(map(str, known))
+                            + " (per seed)", paper=", ".join(str(hs[k]) for k in known),
+                            ours="; ".join(", ".join(str(cell(i, *k)["h_star"]) for k in known) for i in range(n)),
+                            holds=[all(cell(i, *k)["h_interval"][0] <= hs[k] <= cell(i, *k)["h_interval"][1] for k in known)
                     for i in range(n)], tolerance="inside our h* interval", source="figure")
     done = [(m, d) for m, d in cells if all(v is not None for v in ours[(m, d)])]
     if done:
@@ -265,12 +265,12 @@ def claims(result: dict) -> ClaimsTable:
         paper_same = [analysis.infer_central().get(k, {}).get("central") for k in done]
         if all(v is not None for v in paper_same):
             a_paper = analysis.fit_origin(x, paper_same)[0]
-            vote(t, "15", "the law's constant at these small cells: slope of D_K* against m log2 m / d through the origin, "
+            t.add_seed_outcomes("15", "the law's constant at these small cells: slope of D_K* against m log2 m / d through the origin, "
                           f"per seed (the paper's own D_K* of the same cells give {a_paper:.2f}; the 1.19 of all 16 "
                           "points is pulled up by the d = 16 cells)",
-                 paper=round(a_paper, 2), ours=seed_summary(slopes),
-                 holds=[a_paper / 1.5 <= v <= a_paper * 1.5 for v in slopes],
-                 tolerance="within × 1.5 (one grid step)", asserted=True, source="figure")
+                                paper=round(a_paper, 2), ours=seed_summary(slopes),
+                                holds=[a_paper / 1.5 <= v <= a_paper * 1.5 for v in slopes],
+                                tolerance="within × 1.5 (one grid step)", asserted=True, source="figure")
         ms = sorted({m for m, _ in done})
         t.inconclusive("16", "the law D_K* ∝ m log2 m / d against D_K* ∝ m / d at this scale",
                        paper="m log2 m / d", ours=f"slope {seed_summary(slopes)}",

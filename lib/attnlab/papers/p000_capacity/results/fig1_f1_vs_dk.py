@@ -15,7 +15,7 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from .. import models, paper, sweeps
-from ..seeds import SEED_PARAM, by_seed, seed_range, vote
+from ..seeds import SEED_PARAM, by_seed, seed_range
 
 PARAMS = (
     Param("m", "int", "number of items", min=4, max=8192),
@@ -82,7 +82,7 @@ def seed_f1(result: dict) -> list[dict[tuple[int, int], float]]:
 
 
 def claims(result: dict) -> ClaimsTable:
-    """Rows 1-5 judged over the seeds (each seed's own F1: `add_seeds`, `seeds.vote`); row 6 at the paper's protocol."""
+    """Rows 1-5 judged over the seeds (each seed's own F1: `add_seeds`, `ClaimsTable.add_seed_outcomes`); row 6 at the paper's protocol."""
     cfg = result["config"]
     m, d = cfg["m"], cfg["d_model"]
     fs = seed_f1(result)
@@ -106,11 +106,11 @@ def claims(result: dict) -> ClaimsTable:
         below = max([D for D in grid if D <= lo], default=None)
         above = min([D for D in grid if D >= hi], default=None)
         stars = [min([D for (h, D), v in f.items() if v >= 0.99], default=None) for f in fs]
-        vote(t, "4", f"Fig. 8: D_K* of (m, d) = ({m}, {d}) is {lo}–{hi}; ours on the grid {grid} (per seed, the smallest "
+        t.add_seed_outcomes("4", f"Fig. 8: D_K* of (m, d) = ({m}, {d}) is {lo}–{hi}; ours on the grid {grid} (per seed, the smallest "
                      "D_K with F1 ≥ 0.99), within one grid step", paper=f"{lo}–{hi}",
-             ours="/".join("–" if v is None else str(v) for v in stars),
-             holds=[v is not None and (below or 0) <= v <= (above or v) for v in stars],
-             tolerance=f"{below}–{above}", asserted=True, source="figure")
+                            ours="/".join("–" if v is None else str(v) for v in stars),
+                            holds=[v is not None and (below or 0) <= v <= (above or v) for v in stars],
+                            tolerance=f"{below}–{above}", asserted=True, source="figure")
     low_D = min(cfg["dks"])
     t.add_seeds("5", f"a sharp transition in D_K: at D_K = {low_D} no head count reaches 0.6 (per seed, the best F1 "
                      f"there)", paper="fails", values=[max(v for (h, D), v in f.items() if D == low_D) for f in fs],

@@ -4,7 +4,7 @@ and a sum over heads; the max-over-heads model is trained beside it on the same 
 weights and step budget, to show the threshold's shift to the right. Replica-batched: one program
 per (panel, model), replicas = (h, D_K, seed) (each seed its own graph, embeddings and
 initialisation). Every trained row is judged over the seeds with the seed rule
-(`ClaimsTable.add_seeds`, `seeds.vote`); `seed` moves every seed.
+(`ClaimsTable.add_seeds`, `ClaimsTable.add_seed_outcomes`); `seed` moves every seed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from .. import paper, softmax_model, sweeps
-from ..seeds import SEED_PARAM, by_seed, seed_range, vote
+from ..seeds import SEED_PARAM, by_seed, seed_range
 
 PARAMS = (
     Param("panels", "int_rows", "panels (m, d_model), each a (number of items, embedding dimension)", width=2,
@@ -98,7 +98,7 @@ def seed_f1(result: dict, model: str = "softmax", panel: tuple[int, int] | None 
 
 
 def claims(result: dict) -> ClaimsTable:
-    """Rows 1-7 judged over the seeds (each seed's own F1: `add_seeds`, `seeds.vote`); row 8 at the paper's protocol."""
+    """Rows 1-7 judged over the seeds (each seed's own F1: `add_seeds`, `ClaimsTable.add_seed_outcomes`); row 8 at the paper's protocol."""
     cfg = result["config"]
     m, d = cfg["panels"][0]
     fs, fms = seed_f1(result, "softmax"), seed_f1(result, "max")
@@ -139,15 +139,15 @@ def claims(result: dict) -> ClaimsTable:
             t.inconclusive("6", text, paper="softmax > max", ours=ours,
                            why="the max model does not pass on this grid in some seed", source="text")
         else:
-            vote(t, "6", text, paper="softmax > max", ours=ours, holds=[a is None or a > b for a, b in stars],
-                 tolerance="softmax larger or not reached", source="text")
+            t.add_seed_outcomes("6", text, paper="softmax > max", ours=ours, holds=[a is None or a > b for a, b in stars],
+                                tolerance="softmax larger or not reached", source="text")
     lo, hi = paper.FIG8_DKSTAR.get((m, d), (None, None))
     if lo is not None:
         soft = [dk_star(g) for g in fs]
-        vote(t, "7", f"Fig. 8 gives D_K* = {lo}–{hi} for the max model at (m, d) = ({m}, {d}); the softmax model "
+        t.add_seed_outcomes("7", f"Fig. 8 gives D_K* = {lo}–{hi} for the max model at (m, d) = ({m}, {d}); the softmax model "
                      "needs more (its smallest passing D_K on our grid, per seed)", paper=f"> {hi}",
-             ours="/".join(str(v) if v is not None else f"not reached (≤ {top})" for v in soft),
-             holds=[v is None or v > hi for v in soft], tolerance=f"> {hi} or not reached", source="figure")
+                            ours="/".join(str(v) if v is not None else f"not reached (≤ {top})" for v in soft),
+                            holds=[v is None or v > hi for v in soft], tolerance=f"> {hi} or not reached", source="figure")
     t.not_run("8", "Fig. 5 itself: several (m, d) panels incl. (64, 32) where h = 1 suffices, 3 seeds, up to 80,000 "
                    "steps at lr 1e-3 with early stopping", paper="advantage in every panel but (64, 32)",
               command="attnlab run 000-capacity/fig5-softmax --scale full --headless")

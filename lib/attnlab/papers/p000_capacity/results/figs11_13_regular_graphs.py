@@ -5,7 +5,7 @@ against D_K per head count (Fig. 11), the smallest passing D_K against x = (r m 
 a threshold proportional to the number of edges shows as the same f for every r. Replica-batched:
 every (r, h, D_K, seed) in one program (grouped by head count; each seed its own graphs, embeddings
 and initialisation). Every trained row is judged over the seeds with the seed rule
-(`ClaimsTable.add_seeds`, `seeds.vote`); `seed` moves every seed.
+(`ClaimsTable.add_seeds`, `ClaimsTable.add_seed_outcomes`); `seed` moves every seed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from .. import dense_graphs, paper, sweeps
-from ..seeds import SEED_PARAM, by_seed, seed_range, vote
+from ..seeds import SEED_PARAM, by_seed, seed_range
 
 PARAMS = (
     Param("m", "int", "number of items (the paper: 128)", min=17, max=4096),
@@ -115,7 +115,7 @@ def thresholds(result: dict, level: float = LEVEL, seed_index: int | None = None
 
 
 def claims(result: dict) -> ClaimsTable:
-    """Rows 1-3, 6, 7 judged over the seeds (each seed's own F1: `add_seeds`, `seeds.vote`); rows 4, 5
+    """Rows 1-3, 6, 7 judged over the seeds (each seed's own F1: `add_seeds`, `ClaimsTable.add_seed_outcomes`); rows 4, 5
     inconclusive at this grid (their per-seed values shown); row 8 at the paper's protocol."""
     cfg = result["config"]
     m, d = cfg["m"], cfg["d_model"]
@@ -185,16 +185,15 @@ def claims(result: dict) -> ClaimsTable:
                        why="a few thousand steps at lr 1e-2 on a 2-point grid; the paper trains up to 20,000 steps "
                            "with early stopping (its own r = 1 point, Fig. 8: 21 = 0.75 x)", source="text")
         hs = [[fd[r]["h_min"] for r in fd] for fd in found_all]
-        vote(
-            t, "6", "Fig. 13: the head count needed at the passing budget rises with density (per seed, the smallest "
-                    "passing h at D_K* by r = " + "/".join(map(str, rs)) + ")", paper="rises ~ r",
-            ours="; ".join("/".join(map(str, h)) for h in hs),
-            holds=[all(a <= b for a, b in zip(h, h[1:])) and h[-1] > h[0] for h in hs],
-            tolerance="non-decreasing, rising", source="text")
+        t.add_seed_outcomes("6", "Fig. 13: the head count needed at the passing budget rises with density (per seed, "
+                            "the smallest passing h at D_K* by r = " + "/".join(map(str, rs)) + ")", paper="rises ~ r",
+                            ours="; ".join("/".join(map(str, h)) for h in hs),
+                            holds=[all(a <= b for a, b in zip(h, h[1:])) and h[-1] > h[0] for h in hs],
+                            tolerance="non-decreasing, rising", source="text")
         rel = [[v["h_min"] * d / (r * m) for r, v in fd.items()] for fd in found_all]
-        vote(t, "7", "… within a factor of ~2 of m'/d = r m/d: the range over r of h / (r m/d), per seed",
-             paper="within ×2", ours="; ".join(f"{min(x):.2f}–{max(x):.2f}" for x in rel),
-             holds=[min(x) >= 0.5 and max(x) <= 2.0 for x in rel], tolerance="0.5–2", source="text")
+        t.add_seed_outcomes("7", "… within a factor of ~2 of m'/d = r m/d: the range over r of h / (r m/d), per seed",
+                            paper="within ×2", ours="; ".join(f"{min(x):.2f}–{max(x):.2f}" for x in rel),
+                            holds=[min(x) >= 0.5 and max(x) <= 2.0 for x in rel], tolerance="0.5–2", source="text")
     t.not_run("8", "Figs. 11–13 at the paper's protocol: r ∈ {1, 2, 4, 8, 16}, h ≤ 32, a finer D_K grid, 10 seeds, up "
                    "to 20,000 steps at lr 1e-3 with early stopping", paper="D_K* ≈ 0.46 x; h* tracks r m/d",
               command="attnlab run 000-capacity/figs11-13-regular-graphs --scale full --headless")

@@ -6,7 +6,7 @@ printed diagonal (Fig. 8's ranges, Table 1's d_k* where it covers the cell) agai
 against the alternative "flat in m" (D_K* ∝ m / d). (b) A trained CI diagonal at lambda = 4,
 (64, 16) → (256, 64), as one replica-batched program (sweeps.run), D_K* by the paper's rule. The
 seeds are replicas of the same program; every trained row is judged per seed (each seed's own D_K*,
-h*) with the seed rule (`ClaimsTable.add_seeds`, `seeds.vote`), and `seed` moves every seed.
+h*) with the seed rule (`ClaimsTable.add_seeds`, `ClaimsTable.add_seed_outcomes`), and `seed` moves every seed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
 from .. import analysis, paper, sweeps
-from ..seeds import SEED_PARAM, vote
+from ..seeds import SEED_PARAM
 
 PARAMS = (
     Param("ms", "int_list", "item counts m along the diagonal (d_model = m / lam)", min=4, max=8192),
@@ -132,12 +132,12 @@ def claims(result: dict) -> ClaimsTable:
         if (m, d) in paper.FIG8_DKSTAR:
             plo, phi = paper.FIG8_DKSTAR[(m, d)]
             a, b = sweeps.grid_step_range(cs[0]["grid"], plo, phi)
-            vote(t, f"6 ({m},{d})", f"Fig. 8: D_K* of (m, d) = ({m}, {d}) (lam = {cfg['lam']}) on the grid {cs[0]['grid']}, "
+            t.add_seed_outcomes(f"6 ({m},{d})", f"Fig. 8: D_K* of (m, d) = ({m}, {d}) (lam = {cfg['lam']}) on the grid {cs[0]['grid']}, "
                                     f"within one grid step (per seed; h* by seed {show(c['h_star'] for c in cs)})",
-                 paper=f"{plo}–{phi}", ours=show(c["central"] for c in cs),
-                 holds=[c["central"] is not None and a <= c["central"] <= b for c in cs],
-                 tolerance=(f"{a}–{b}" if a > -math.inf and b < math.inf else f"≤ {b}" if b < math.inf else f"≥ {a}"),
-                 asserted=True, source="figure")
+                                paper=f"{plo}–{phi}", ours=show(c["central"] for c in cs),
+                                holds=[c["central"] is not None and a <= c["central"] <= b for c in cs],
+                                tolerance=(f"{a}–{b}" if a > -math.inf and b < math.inf else f"≤ {b}" if b < math.inf else f"≥ {a}"),
+                                asserted=True, source="figure")
     done = [k for k in cells if all(c["central"] for c in ours[k])]
     if len(done) >= 2:
         (m0, d0), (m1, d1) = done[0], done[-1]
@@ -165,8 +165,8 @@ def claims(result: dict) -> ClaimsTable:
                            why=f"h* reaches the largest head count trained (h ≤ {h_top}) in some seed: a growing h* "
                                "would be capped and look constant too", source="text")
         else:
-            vote(t, "8b", text, paper="∝ lam", ours=shown, holds=[max(h) <= 2 * min(h) for h in hs],
-                 tolerance="max / min ≤ 2", source="text")
+            t.add_seed_outcomes("8b", text, paper="∝ lam", ours=shown, holds=[max(h) <= 2 * min(h) for h in hs],
+                                tolerance="max / min ≤ 2", source="text")
     t.not_run("9", "Fig. 4 itself: the lam = 8 diagonal (128, 16) → (4096, 512), h ≤ 64, Table 2 cutoffs up to "
                    "200,000 steps, 3 seeds",
               paper=", ".join("–".join(map(str, sorted(set(paper.FIG8_DKSTAR[k])))) for k in paper.DIAGONAL),
