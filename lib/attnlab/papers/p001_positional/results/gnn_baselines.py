@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
+from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
 
@@ -30,15 +30,21 @@ PARAMS = (
     Param("c_list", "float_list", "OOD scale factors of the test (Table 2: 1, 2, 3, 4, 5, 10)", min=1.0, max=100.0),
     Param("test_samples", "int", "test lists per scale (the paper: 1,000)", min=100, max=100_000),
     Param("mc_samples", "int", "lists of the least-squares check of the exact baseline", min=1000, max=2_000_000),
+    S.SEED_PARAM,
 )
 PRESETS = {
+    # three seeds as replicas of one program per architecture (at CI they share one training set). The former
+    # preset (one seed, 150 steps, 1,000 test lists) cost 15 s; three seeds at 150 steps 20 s of compute. At
+    # 110 steps (13.5 s) the models were not yet on the plateau (row 6: 1.06, row 6b failed), and with 500 test
+    # lists one seed's slope (row 7) came within the row's precision of the band; so 150 steps, 1,000 test lists
+    # at c = 1, 2, 5, 10 (not 3 and 4) and 20,000 lists for the least-squares check (100,000)
     "ci": {"n": 8, "embed": 16, "samples": 4096, "batch": 128, "lr": 5e-3, "steps": 150, "epochs": None,
-           "scheduler": "onecycle", "seeds": 1, "c_list": [1.0, 2.0, 3.0, 4.0, 5.0, 10.0], "test_samples": 1000,
-           "mc_samples": 100_000},
+           "scheduler": "onecycle", "seeds": 3, "c_list": [1.0, 2.0, 5.0, 10.0], "test_samples": 1000,
+           "mc_samples": 20_000, "seed": 0},
     # the paper's protocol for the Transformers of §7 (App. D.1.1; the paper gives none for the GNNs)
     "full": {"n": 8, "embed": 64, "samples": 30_000, "batch": 1000, "lr": 5e-4, "steps": None, "epochs": 2000,
              "scheduler": "plateau", "seeds": 10, "c_list": [1.0, 2.0, 3.0, 4.0, 5.0, 10.0], "test_samples": 1000,
-             "mc_samples": 1_000_000},
+             "mc_samples": 1_000_000, "seed": 0},
 }
 TASKS = G.BASELINE_TASKS  # Table 2: cumulative sum and sorting
 KINDS, GRAPHS = G.KINDS, G.GRAPHS
@@ -52,7 +58,8 @@ def protocol(cfg: dict) -> S.Protocol:
         raise ParameterError(f"parameter 'batch' = {cfg['batch']} is larger than 'samples' = {cfg['samples']}")
     return S.Protocol(samples=cfg["samples"], batch=cfg["batch"], lr=cfg["lr"], epochs=cfg["epochs"],
                       steps=cfg["steps"], scheduler=cfg["scheduler"], c_list=tuple(cfg["c_list"]),
-                      test_samples=cfg["test_samples"], joint=False)
+                      test_samples=cfg["test_samples"], joint=cfg["scale"] == "ci",
+                      joint_seed=S.joint_seed(cfg) if cfg["scale"] == "ci" else None)
 
 
 def _bayes_on_test_lists(cfg: dict, task: str, seed: int, features: str = "xs") -> list[float]:
@@ -70,7 +77,8 @@ def _bayes_on_test_lists(cfg: dict, task: str, seed: int, features: str = "xs") 
 def compute(ctx: Context) -> dict:
     """Computes the exact position-agnostic baseline of both tasks (ID, and at every c) and checks it
     by least squares on `mc_samples` lists; trains GCN and GAT on the complete and the star graph
-    for both tasks (one program per architecture and seed, `sweeps.sweep`) and tests them at every
+    for both tasks (one program per architecture: at CI its seeds too, on one shared training set; at
+    paper scale one per architecture and seed, `sweeps.sweep`) and tests them at every
     c. The result holds `baseline` (per task: exact ID MSE, the S-only variant, coefficients, curve
     over c, least-squares check) and `runs` (one row per model: kind, graph, task, seed, test MSE
     per c, and the optimum's MSE on the same test lists)."""
@@ -88,7 +96,7 @@ def compute(ctx: Context) -> dict:
                       "curve_table2": G.baseline_curve(task, 8, paper.TABLE2_SCALES),
                       "least_squares": ls}
     units = [(G.GNNConfig(n=cfg["n"], kind=k, graph=g, embed=cfg["embed"]), s, t)
-             for k in KINDS for s in range(cfg["seeds"]) for g in GRAPHS for t in TASKS]
+             for k in KINDS for s in S.seed_list(cfg) for g in GRAPHS for t in TASKS]
     rows = S.sweep(ctx, units, prot, build=lambda cs, ss, dev: G.GNN(cs, ss, device=dev), program=G.program_of,
                    desc="GNN programs")
     runs = []
@@ -146,36 +154,48 @@ def claims(result: dict) -> ClaimsTable:
             col = [paper.TABLE2[task][g][k][0] for g in GRAPHS for k in KINDS]
             rel = 2 * b["least_squares"]["stderr"] * math.sqrt(cfg["mc_samples"] / 1000) / b["mse"]  # 2 s.e. at 1,000
             ok = all(abs(v - b["mse"]) <= rel * b["mse"] for v in col)
-            t.add(key, f"Table 2, c = 1, {task}: all four GNNs (GCN, GAT × complete, star) sit at the "
-                  f"position-agnostic optimum (our derivation, above: {paper.TABLE2_BASELINE_DERIVED[task]:.3g})",
-                  paper=f"{min(col):g}–{max(col):g}" if min(col) < max(col) else f"{col[0]:g} (all four)", ours=b["mse"], holds=ok,
-                  tolerance=f"each within ± {100 * rel:.0f} % (2 s.e. of a 1,000-list test)", asserted=True,
-                  source="text")
+            t.consistency(key, f"Table 2, c = 1, {task}: all four of the paper's GNN entries (GCN, GAT × complete, "
+                          f"star) sit at our closed-form position-agnostic optimum (derived above: "
+                          f"{paper.TABLE2_BASELINE_DERIVED[task]:.3g}); the paper's numbers against our formula, "
+                          "nothing trained", expected=f"{min(col):g}–{max(col):g}" if min(col) < max(col)
+                          else f"{col[0]:g} (all four)", ours=b["mse"], holds=ok,
+                          tolerance=f"each within ± {100 * rel:.0f} % (2 s.e. of a 1,000-list test)", asserted=True,
+                          source="text")
         worst = min(paper.TABLE2[tk][g][k][j] / base[tk]["curve_table2"][j] for tk in TASKS for g in GRAPHS
                     for k in KINDS for j in range(1, len(paper.TABLE2_SCALES)))
         t.consistency("5", "every OOD entry of Table 2 (c = 2…10) is at least the bound (c² + 1) × optimum that no "
                       "position-agnostic model can beat (smallest ratio; App. E's rejection makes the data moments "
                       "(c² + 1)×)", expected="≥ 0.92", ours=worst, holds=worst >= 0.92,
                       tolerance="≥ 0.92 (test noise)", asserted=True, source="text")
-    r = a["ratios"]
-    lo, hi = min(r.values()), max(r.values())
-    t.add("6", "GNNs trained here plateau at the optimum in distribution: test MSE / the optimum's MSE on the same "
-          f"lists, all {len(r)} (architecture, graph, task)", paper="≈ 1 (Table 2 vs 3.89, 0.194)",
-          ours=f"{lo:.3f}–{hi:.3f}", holds=lo >= 0.99 and hi <= 1.10, tolerance="within [0.99, 1.10]",
-          asserted=True, source="text")
+    seeds = S.seed_list(cfg)
+    per = {s: [r for r in result["runs"] if r["seed"] == s] for s in seeds}
+    ratio = {s: [r["test_mse"][0] / r["optimum_same_lists"][0] for r in rs] for s, rs in per.items()}
+    hi = [max(v) for v in ratio.values()]
+    lo = min(min(v) for v in ratio.values())
+    models = len(next(iter(ratio.values())))
+    # a model on the optimum's plateau: its ratio is pinned near 1 (seen: 1.001–1.023 over models), so its
+    # precision is the test's, not a trained curve's (TRAINED_RTOL)
+    t.add_seeds("6", "GNNs trained here plateau at the optimum in distribution: per seed, the largest test MSE / the "
+                f"optimum's MSE on the same lists over all {models} (architecture, graph, task)",
+                paper="≈ 1 (Table 2 vs 3.89, 0.194)", values=hi, threshold=1.10, above=False, tolerance="≤ 1.10",
+                asserted=True, source="text", rtol=0.05)
+    t.consistency("6a", "… and none beats it (it is the optimum of every position-agnostic model): least ratio over "
+                  "every model and seed", expected="≥ 0.99 (test noise)", ours=lo, holds=lo >= 0.99,
+                  tolerance="≥ 0.99", asserted=True)
     gc = [r["test_mse"][0] / r["optimum_s_same_lists"][0] for r in result["runs"]
           if (r["kind"], r["graph"], r["task"]) == ("gcn", "complete", "cumsum")]
-    gc_med = float(np.median(gc))
     t.consistency("6b", "GCN on the complete graph (Â = 11ᵀ/(n+1): every node the same features) can use S only; on "
                   f"cumsum its optimum is then {base['cumsum']['mse_s_only']:.4g} (63/16, 1.25 % above 35/9): its ID MSE over "
-                  "that optimum on the same lists", expected=1.0, ours=f"{gc_med:.3f}", holds=0.99 <= gc_med <= 1.02,
-                  tolerance="within [0.99, 1.02]", asserted=True)
-    sl = list(a["slopes"].values())
+                  "that optimum on the same lists, per seed", expected=1.0, ours=seed_summary(gc),
+                  holds=all(0.99 <= v <= 1.02 for v in gc), tolerance="within [0.99, 1.02] in every seed", asserted=True)
+    c = np.asarray(cfg["c_list"])
+    dev = [max(abs(_slope(c, r["test_mse"]) - 2.1) for r in rs) for rs in per.values()]
     ps = a["paper_slopes"]
-    t.add("7", f"OOD error grows ∝ c²: log-log slope of the median MSE from c = 2 to c = {max(cfg['c_list']):g}, "
-          f"all {len(sl)} trained GNNs", paper=f"{min(ps):.2f}–{max(ps):.2f}", ours=f"{min(sl):.2f}–{max(sl):.2f}",
-          holds=SLOPE_BAND[0] <= min(sl) and max(sl) <= SLOPE_BAND[1],
-          tolerance=f"all in [{SLOPE_BAND[0]}, {SLOPE_BAND[1]}]", asserted=True, source="text")
+    sl = [_slope(c, r["test_mse"]) for r in result["runs"]]
+    t.add_seeds("7", f"OOD error grows ∝ c²: log-log slope of the MSE from c = 2 to c = {max(cfg['c_list']):g}, every "
+                f"trained GNN (slopes {min(sl):.2f}–{max(sl):.2f}); per seed, the largest distance of a slope from 2.1",
+                paper=f"slopes {min(ps):.2f}–{max(ps):.2f}", values=dev, threshold=0.5, above=False,
+                tolerance=f"≤ 0.5 (every slope in [{SLOPE_BAND[0]}, {SLOPE_BAND[1]}])", asserted=True, source="text")
     t.not_run("8", "Table 2 at the Transformers' protocol (E = 64, 30,000 lists, 2000 epochs, 10 seeds)",
               paper="Table 2", source="text",
               command="attnlab run 001-positional/gnn-baselines --scale full --headless")
