@@ -26,10 +26,11 @@ import torch
 from attnlab.papers.p003_allocation import saturation as S
 
 
-def svd_factors(M: np.ndarray, d_h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def svd_factors(M: np.ndarray, d_h: int, usv: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(W^_Q, W^_K, singular values) with W^_Q W^_K^T the rank-d_h truncated SVD of M
-    (W^_Q = U_k S_k^(1/2), W^_K = V_k S_k^(1/2); [n, d_h] each)."""
-    U, s, Vt = np.linalg.svd(np.asarray(M, dtype=np.float64))
+    (W^_Q = U_k S_k^(1/2), W^_K = V_k S_k^(1/2); [n, d_h] each). `usv`: M's SVD (U, s, Vt) when it
+    is already computed (one SVD for every rank of a sweep)."""
+    U, s, Vt = usv if usv is not None else np.linalg.svd(np.asarray(M, dtype=np.float64))
     r = np.sqrt(s[:d_h])
     return U[:, :d_h] * r, Vt[:d_h].T * r, s
 
@@ -81,23 +82,36 @@ def mse(P: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     return ((P - T) ** 2).mean()
 
 
-def train_students(M: np.ndarray, X_train: np.ndarray, X_eval: np.ndarray, ranks: list[int], steps: int, batch: int,
-                   lr: float, seed: int, causal: bool = False, progress=None, curve_every: int = 25,
-                   device="cpu") -> dict[str, dict]:
+def train_students(M: np.ndarray, X_train, X_eval: np.ndarray, ranks: list[int], steps: int, batch: int,
+                   lr: float, seed, causal: bool = False, progress=None, curve_every: int = 25,
+                   device="cpu", usv: tuple | None = None):
     """SVD-initialised students of every rank in `ranks`, trained together by Adam (each on its own
     loss; Adam is per-parameter, so they stay independent) to match the teacher's attention on
     batches of `X_train` [N, L, n] (augmented inputs); evaluated in float64 on `X_eval`; on `device`.
-    Returns rank -> {init_mse, final_mse, best_mse = min(init, final), curve [[step, train loss]]}."""
-    Xt = torch.as_tensor(X_train, dtype=torch.float32).to(device)
+    Returns rank -> {init_mse, final_mse, best_mse = min(init, final), curve [[step, train loss]]}.
+    Seeds as replicas: with `seed` a list of seeds and `X_train` a list of training sets (one per
+    seed), the students of every seed train in the same program (`fit_students_seeds`) and a list of
+    such dicts comes back, one per seed (each equal to that seed trained alone). `usv`: M's SVD if
+    already computed."""
+    many = isinstance(seed, (list, tuple))
+    seeds, sets = (list(seed), list(X_train)) if many else ([seed], [X_train])
+    if len(seeds) != len(sets):
+        raise ValueError(f"{len(seeds)} seeds but {len(sets)} training sets")
     Xe = torch.as_tensor(X_eval, dtype=torch.float64).to(device)
     M64 = torch.as_tensor(M, dtype=torch.float64).to(device)
     Mt = M64.float()
+    trains = []
     with torch.no_grad():
-        T_train = torch.softmax(_masked(Xt @ Mt @ Xt.transpose(1, 2), causal), dim=-1)
+        for s, X in zip(seeds, sets):
+            Xt = torch.as_tensor(X, dtype=torch.float32).to(device)
+            trains.append((s, Xt, torch.softmax(_masked(Xt @ Mt @ Xt.transpose(1, 2), causal), dim=-1)))
         T_eval = torch.softmax(_masked(Xe @ M64 @ Xe.transpose(1, 2), causal), dim=-1)
-    inits = {k: svd_factors(M, k)[:2] for k in ranks}
-    return fit_students(inits, lambda X, A, B, k: attention(X, A, B, causal), Xt, Xe, T_train, T_eval, steps, batch,
-                        lr, seed, progress, curve_every)  # on the device of Xt
+    if usv is None:
+        usv = np.linalg.svd(np.asarray(M, dtype=np.float64))  # once for every rank
+    inits = {k: svd_factors(M, k, usv)[:2] for k in ranks}
+    outs = fit_students_seeds(inits, lambda X, A, B, k: attention(X, A, B, causal), trains, Xe, T_eval, steps, batch,
+                              lr, progress, curve_every)  # on the device of the training sets
+    return outs if many else outs[0]
 
 
 def fit_students(inits: dict, attn, Xt: torch.Tensor, Xe: torch.Tensor, T_train: torch.Tensor, T_eval: torch.Tensor,
@@ -106,40 +120,56 @@ def fit_students(inits: dict, attn, Xt: torch.Tensor, Xe: torch.Tensor, T_train:
     MSE against the teacher's T_train (float32 inputs Xt), `attn(X, A, B, rank)` giving a
     student's attention; each student is evaluated in float64 on (Xe, T_eval) before and after. Runs
     on the device of Xt (the batches' indices are drawn on the CPU, from `seed` alone)."""
-    dev = Xt.device
-    params = {}
-    out: dict[str, dict] = {}
+    return fit_students_seeds(inits, attn, [(seed, Xt, T_train)], Xe, T_eval, steps, batch, lr, progress,
+                              curve_every)[0]
+
+
+def fit_students_seeds(inits: dict, attn, trains: list, Xe: torch.Tensor, T_eval: torch.Tensor, steps: int,
+                       batch: int, lr: float, progress=None, curve_every: int = 25) -> list[dict[str, dict]]:
+    """`fit_students` for several seeds as replicas of one program: `trains` holds (seed, Xt, T_train)
+    per seed (its own training set and batch order, drawn from its seed alone); every seed's students
+    start from the same `inits`, and all of them take one Adam step per step on the sum of their own
+    losses (each student's gradient is its own loss's, so a seed trained here equals it trained
+    alone). Returns one rank -> row dict per seed, in the order of `trains`. (Stacking a rank's
+    students over the seeds into one batched product was measured no faster on one CPU thread: the
+    products are arithmetic-bound, not launch-bound.)"""
+    dev = trains[0][1].device
     ranks = list(inits)
+    init = {}
     for k in ranks:
         A, B = inits[k]
         with torch.no_grad():
-            init = float(mse(attn(Xe, torch.as_tensor(A).to(dev), torch.as_tensor(B).to(dev), k), T_eval))
-        params[k] = (torch.tensor(A, dtype=torch.float32, device=dev, requires_grad=True),
-                     torch.tensor(B, dtype=torch.float32, device=dev, requires_grad=True))
-        out[str(k)] = {"init_mse": init, "curve": []}
-    trainable = [k for k in ranks if steps > 0]
-    if trainable:
-        opt = torch.optim.Adam([t for k in trainable for t in params[k]], lr=lr)
-        gen = torch.Generator().manual_seed(seed)
+            init[k] = float(mse(attn(Xe, torch.as_tensor(A).to(dev), torch.as_tensor(B).to(dev), k), T_eval))
+    params = [{k: (torch.tensor(inits[k][0], dtype=torch.float32, device=dev, requires_grad=True),
+                   torch.tensor(inits[k][1], dtype=torch.float32, device=dev, requires_grad=True)) for k in ranks}
+              for _ in trains]
+    outs = [{str(k): {"init_mse": init[k], "curve": []} for k in ranks} for _ in trains]
+    if steps > 0 and ranks:
+        opt = torch.optim.Adam([t for group in params for k in ranks for t in group[k]], lr=lr)
+        gens = [torch.Generator().manual_seed(seed) for seed, _, _ in trains]
         it = range(steps) if progress is None else progress(range(steps))
         for step in it:
-            idx = torch.randint(0, len(Xt), (batch,), generator=gen).to(dev)
-            xb, tb = Xt[idx], T_train[idx]
-            losses = [mse(attn(xb, *params[k], k), tb) for k in trainable]
+            losses = []
+            for (_, Xt, T_train), gen, group in zip(trains, gens, params):
+                idx = torch.randint(0, len(Xt), (batch,), generator=gen).to(dev)
+                xb, tb = Xt[idx], T_train[idx]
+                losses.append([mse(attn(xb, *group[k], k), tb) for k in ranks])
             opt.zero_grad(set_to_none=True)
-            torch.stack(losses).sum().backward()
+            torch.stack([l for ls in losses for l in ls]).sum().backward()
             opt.step()
             if step % curve_every == 0 or step == steps - 1:
-                for k, l in zip(trainable, losses):
-                    out[str(k)]["curve"].append([step, float(l.detach())])
-    for k in ranks:
-        with torch.no_grad():
-            A, B = (t.detach().double() for t in params[k])
-            final = float(mse(attn(Xe, A, B, k), T_eval))
-        row = out[str(k)]
-        row["final_mse"] = final
-        row["best_mse"] = min(row["init_mse"], final)
-    return out
+                for out, ls in zip(outs, losses):
+                    for k, l in zip(ranks, ls):
+                        out[str(k)]["curve"].append([step, float(l.detach())])
+    for out, group in zip(outs, params):
+        for k in ranks:
+            with torch.no_grad():
+                A, B = (t.detach().double() for t in group[k])
+                final = float(mse(attn(Xe, A, B, k), T_eval))
+            row = out[str(k)]
+            row["final_mse"] = final
+            row["best_mse"] = min(row["init_mse"], final)
+    return outs
 
 
 # --- RoPE teachers (Llama layout: LiteLlama, TinyLlama) -----------------------------------------
@@ -184,29 +214,39 @@ def rope_attention(X: torch.Tensor, A: torch.Tensor, B: torch.Tensor, theta: flo
     return torch.softmax(_masked(z, True), dim=-1)
 
 
-def rope_students(W_Q: np.ndarray, W_K: np.ndarray, theta: float, X_train: np.ndarray, X_eval: np.ndarray,
-                  ranks: list[int], steps: int, batch: int, lr: float, seed: int, progress=None,
-                  curve_every: int = 25, device="cpu", chunk: int = 64) -> dict[str, dict]:
+def rope_students(W_Q: np.ndarray, W_K: np.ndarray, theta: float, X_train, X_eval: np.ndarray,
+                  ranks: list[int], steps: int, batch: int, lr: float, seed, progress=None,
+                  curve_every: int = 25, device="cpu", chunk: int = 64):
     """Students of a causal RoPE head (W_Q, W_K [D, d_H], no biases; inputs after the layer's norm)
     as the paper builds them: for d_h < d_H the truncated SVD of W_Q W_K^T / sqrt(d_H) (which
     ignores the rotation), with rotary embeddings of head dimension d_h; at d_h = d_H the teacher's
     own projections (exact). Trained by Adam on the causal attention MSE, on `device`; the teacher's
     attention on the training spans is computed `chunk` spans at a time (its logits, mask and softmax
-    of all spans at once would need three times its size)."""
+    of all spans at once would need three times its size). A list of seeds with a list of training
+    sets: the seeds train as replicas of one program, one result per seed (as `train_students`)."""
     d_H = W_Q.shape[1]
     if any(k % 2 or k > d_H for k in ranks):
         raise ValueError(f"RoPE students need even ranks <= d_H = {d_H}; got {ranks}")
     M = W_Q @ W_K.T / np.sqrt(d_H)
-    inits = {k: (svd_factors(M, k)[:2] if k < d_H else (W_Q / d_H ** 0.25, W_K / d_H ** 0.25)) for k in ranks}
-    Xt = torch.as_tensor(X_train, dtype=torch.float32).to(device)
+    usv = np.linalg.svd(M)  # once for every rank
+    inits = {k: (svd_factors(M, k, usv)[:2] if k < d_H else (W_Q / d_H ** 0.25, W_K / d_H ** 0.25)) for k in ranks}
+    many = isinstance(seed, (list, tuple))
+    seeds, sets = (list(seed), list(X_train)) if many else ([seed], [X_train])
+    if len(seeds) != len(sets):
+        raise ValueError(f"{len(seeds)} seeds but {len(sets)} training sets")
     Xe = torch.as_tensor(X_eval, dtype=torch.float64).to(device)
     s = d_H ** 0.25
+    trains = []
     with torch.no_grad():
         Aq, Ak = (torch.as_tensor(W / s, dtype=torch.float32).to(device) for W in (W_Q, W_K))
-        T_train = torch.cat([rope_attention(Xt[i:i + chunk], Aq, Ak, theta) for i in range(0, len(Xt), chunk)])
+        for sd, X in zip(seeds, sets):
+            Xt = torch.as_tensor(X, dtype=torch.float32).to(device)
+            trains.append((sd, Xt, torch.cat([rope_attention(Xt[i:i + chunk], Aq, Ak, theta)
+                                              for i in range(0, len(Xt), chunk)])))
         T_eval = rope_attention(Xe, torch.as_tensor(W_Q / s).to(device), torch.as_tensor(W_K / s).to(device), theta)
-    return fit_students(inits, lambda X, A, B, k: rope_attention(X, A, B, theta), Xt, Xe, T_train, T_eval, steps, batch,
-                        lr, seed, progress, curve_every)
+    outs = fit_students_seeds(inits, lambda X, A, B, k: rope_attention(X, A, B, theta), trains, Xe, T_eval, steps,
+                              batch, lr, progress, curve_every)
+    return outs if many else outs[0]
 
 
 def rope_uniform_mse(W_Q: np.ndarray, W_K: np.ndarray, theta: float, X_eval: np.ndarray) -> float:

@@ -91,6 +91,18 @@ def test_students_trained_together_equal_students_trained_alone():
     assert torch.get_default_dtype() == torch.float32
 
 
+def test_seeds_trained_as_replicas_equal_each_seed_trained_alone():
+    M, Xt, Xe = _toy(2)
+    many = C.train_students(M, [Xt, Xt[::-1].copy()], Xe, [1, 3], steps=15, batch=3, lr=1e-2, seed=[4, 7])
+    assert isinstance(many, list) and len(many) == 2
+    for X, s, got in zip([Xt, Xt[::-1].copy()], [4, 7], many):
+        alone = C.train_students(M, X, Xe, [1, 3], steps=15, batch=3, lr=1e-2, seed=s)
+        assert {k: v["final_mse"] for k, v in got.items()} == {k: v["final_mse"] for k, v in alone.items()}
+    assert many[0]["3"]["init_mse"] == many[1]["3"]["init_mse"]  # the same SVD initialisation
+    with pytest.raises(ValueError, match="training sets"):
+        C.train_students(M, [Xt], Xe, [1], steps=1, batch=3, lr=1e-2, seed=[1, 2])
+
+
 def test_rope_teacher_equals_a_llama_heads_own_attention_and_its_full_rank_student_is_exact():
     from transformers import LlamaConfig, LlamaForCausalLM
 

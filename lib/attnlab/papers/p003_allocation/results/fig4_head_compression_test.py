@@ -14,6 +14,11 @@ def test_bad_values_raise_parameter_errors(tmp_path):
         EXP.run(EXP.config("ci", syn_d_h=[16]), store_root=tmp_path, progress=False)
     with pytest.raises(ParameterError, match="model"):
         EXP.config("ci", model="gpt5")
+    with pytest.raises(ParameterError, match="seeds"):
+        EXP.config("ci", seeds=0)
+    with pytest.raises(ParameterError, match="seed"):
+        EXP.config("ci", seed=-1)
+    assert EXP.config("full")["seeds"] == 1  # the paper-scale preset keeps one seed (its store keys unchanged)
 
 
 def test_an_absent_local_teacher_is_a_clear_parameter_error(tmp_path, monkeypatch):
@@ -31,6 +36,8 @@ def test_small_run(tmp_path):
     got = {c.key: c.verdict for c in t.rows}
     assert got["1"] == got["2"] == got["6"] == got["7"] == "consistency check"
     assert set(ex.student_table(r)) == {8, 32}
+    assert sorted(ex.seed_tables(r)) == [0, 1, 2] and got["8"] in ("reproduced", "fails", "inconclusive")
+    assert [c.ours for c in t.rows if c.key == "9"][0].endswith("3 seeds)")
     with pytest.raises(ParameterError, match="d_h"):
         EXP.run(EXP.config("ci", d_h=[64], L=16, train_spans=2, eval_spans=1, steps=0, corpus_chars=40_000,
                            syn_lengths=[16], draws=1), store_root=tmp_path, progress=False)
