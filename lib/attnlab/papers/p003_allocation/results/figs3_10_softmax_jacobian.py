@@ -158,8 +158,11 @@ def claims(result: dict) -> ClaimsTable:
           "(the growth of L entries of size O(1))", paper="slow growth", ours=round(a, 2), holds=a < 0.4,
           tolerance="slope < 0.4 (sqrt L: 0.5)", source="text")
     b = sl["middle_linf"]
-    t.add("6", sub + "Fig. 10 / Thm 5.1's constant: the largest logit |z|_inf at the middle token grows slowly",
-          paper="slow growth", ours=round(b, 2), holds=b < 0.4, tolerance="slope < 0.4 (sqrt L: 0.5)", source="text")
+    t.inconclusive("6", sub + "Fig. 10 / Thm 5.1's constant: the largest logit |z|_inf at the middle token grows slowly "
+                   "(log-log slope)", paper="slow growth", ours=round(b, 2), source="text",
+                   why="slope < 0.4 (sqrt L: 0.5) cannot tell bounded logits from unbounded ones: the largest of L "
+                       "i.i.d. Gaussian logits grows like sqrt(2 log L), a log-log slope of about 0.16 over L = 4..512 (2,000 draws), and "
+                       "passes the same test while Thm 5.1's bound fails for it (the softmax-saturation chapter)")
     cmd = "ATTNLAB_MODELS=<folder with TinyLlama-1.1B/> attnlab run 003-allocation/figs3-10-softmax-jacobian --scale full --headless"
     if info["substitute"] or max(cfg["lengths"]) < 1024:
         t.not_run("7", "Figs. 3 and 10 on TinyLlama-1.1B layer 0 head 0, WikiText-103, L = 4..1024", paper="decreasing / slow",

@@ -27,6 +27,7 @@ def test_small_run_on_minilm(tmp_path):
     t = ex.claims(r)
     assert [c.key for c in t.rows] == ["1", "2", "3", "4", "5", "6", "7"]
     assert all(c.verdict == "consistency check" for c in t.rows if c.key in ("3", "4"))
+    assert [c.verdict for c in t.rows if c.key == "6"] == ["inconclusive"]  # Gaussian logits pass it too
     again = EXP.run(cfg, store_root=tmp_path, progress=False)
     assert again["meta"]["computed"] == 0 and again["rows"] == r["rows"]
     with pytest.raises(ParameterError, match="512"):
