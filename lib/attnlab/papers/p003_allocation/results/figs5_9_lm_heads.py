@@ -41,18 +41,21 @@ PARAMS = (
     Param("clip", "float", "gradient-norm clipping per model, 0 = none (the paper: 1.0)", min=0.0, max=100.0),
     Param("dropout", "float", "dropout on the residual branches (the paper: 0.1)", min=0.0, max=0.9),
     Param("seeds", "int", "number of seeds (a count); the mean is plotted", min=1, max=20),
+    Param("seed", "int", "the first seed: seeds seed, seed + 1, ... (moves every seed; 0 in every preset)",
+          min=0, max=10_000),
     Param("n_eval", "int", "validation windows of `context` tokens", min=1, max=100_000),
 )
 PRESETS = {
     "ci": {"corpus": "stdlib", "max_chars": 500_000, "level": "char", "vocab_size": 96, "layers": 2, "context": 16,
            "heads": 4, "head_dims": [1, 2, 4, 8], "fig9_heads": 4, "fig9_head_dims": [1, 2, 4, 8],
            "fig9_head_dim": 8, "fig9_head_counts": [1, 2, 4], "ffn_mult": 8 / 3, "steps": 400, "batch": 32,
-           "lr": 1e-2, "warmup": 40, "beta2": 0.95, "weight_decay": 0.1, "clip": 1.0, "dropout": 0.0, "seeds": 1, "n_eval": 128},
+           "lr": 1e-2, "warmup": 40, "beta2": 0.95, "weight_decay": 0.1, "clip": 1.0, "dropout": 0.0, "seeds": 1, "seed": 0,
+           "n_eval": 128},
     "full": {"corpus": "stdlib", "max_chars": 5_000_000, "level": "char", "vocab_size": 128, "layers": 6,
              "context": 256, "heads": 12, "head_dims": [4, 8, 16, 24, 32, 48, 64], "fig9_heads": 8,
              "fig9_head_dims": [4, 8, 16, 24, 32, 48, 64], "fig9_head_dim": 64, "fig9_head_counts": [1, 2, 4, 8, 16, 32],
              "ffn_mult": 8 / 3, "steps": 1200, "batch": 32, "lr": 3e-4, "warmup": 200, "beta2": 0.95, "weight_decay": 0.1,
-             "clip": 1.0, "dropout": 0.1, "seeds": 1, "n_eval": 512},
+             "clip": 1.0, "dropout": 0.1, "seeds": 1, "seed": 0, "n_eval": 512},
 }
 
 
@@ -60,6 +63,10 @@ PRESETS = {
 # of the 7 models of the ci preset, widest spread 0.087 nats, at 2 x 8): a step of the Fig. 5 curve or a Fig. 9
 # gap smaller than this cannot tell a falling curve from a flat one.
 SEED_SPREAD = 0.09
+# Undertraining (issue 27): at the CI scale's 400 steps the wider heads have not converged: the CE gap between
+# d_H = 2 and 8 grows from 0.07 to 0.48 nats with 4x the steps, so a flat upper end of the Fig. 5 curve (and a
+# narrow head that looks "competitive") is what an undertrained sweep shows whatever the converged curve is.
+CONVERGED_STEPS = 1000  # below this, the shape rows of Fig. 5 and the Fig. 9 gaps are not judged
 
 
 def sweeps(cfg: dict) -> dict[str, list[tuple[int, int]]]:
@@ -89,7 +96,7 @@ def compute(ctx: Context) -> dict:
                         betas=(0.9, cfg["beta2"]))
     data_key = text.data_key(cfg["corpus"], cfg["max_chars"], cfg["level"], cfg["vocab_size"])
     models = [lm.LMConfig(cfg["vocab_size"], h, k, cfg["layers"], cfg["context"], cfg["ffn_mult"], s)
-              for (h, k) in shapes for s in range(cfg["seeds"])]
+              for (h, k) in shapes for s in range(cfg["seed"], cfg["seed"] + cfg["seeds"])]
     keys = [lm.unit_key(m, spec, data_key, cfg["n_eval"]) for m in models]
 
     def plan(missing):
@@ -183,21 +190,30 @@ def claims(result: dict) -> ClaimsTable:
         t.inconclusive("1", txt1, paper="decreasing", ours=f"changes {steps} nats",
                        why=f"a step moves by less than the seed spread ({SEED_SPREAD} nats at CI): it cannot "
                            "separate a falling curve from a flat one", source="figure")
-    t.add("2", f"Fig. 5: diminishing returns: the gain from d_H = {k[0]} to {s['mid']} exceeds twice the gain "
-          f"from {s['mid']} to {k[-1]}", paper="diminishing returns",
-          ours=f"{s['low_gain']:.3f} vs {s['high_gain']:.3f} nats", holds=s["low_gain"] > 2 * s["high_gain"],
-          tolerance="ratio > 2", asserted=True, source="text")
+    undertrained = cfg["scale"] != "full" and cfg["steps"] < CONVERGED_STEPS
+    why_under = (f"{cfg['steps']} steps: the wider heads are undertrained (at CI the d_H = 2 vs 8 gap grows from 0.07 "
+                 "to 0.48 nats with 4x the steps), so a flat upper end is what this sweep shows whether or not the "
+                 "converged curve saturates")
+    txt2 = (f"Fig. 5: diminishing returns: the gain from d_H = {k[0]} to {s['mid']} exceeds twice the gain "
+            f"from {s['mid']} to {k[-1]}")
+    ours2 = f"{s['low_gain']:.3f} vs {s['high_gain']:.3f} nats"
+    if undertrained:
+        t.inconclusive("2", txt2, paper="diminishing returns", ours=ours2, why="ratio > 2; " + why_under, source="text")
+    else:
+        t.add("2", txt2, paper="diminishing returns", ours=ours2, holds=s["low_gain"] > 2 * s["high_gain"],
+              tolerance="ratio > 2", asserted=True, source="text")
     if s["quarter_gap"] is not None:
         rel = s["quarter_gap"] / ce[-1]
         txt = f"§6.2: reduced head dimensions stay competitive: d_H = {s['widest'] // 4} vs {s['widest']} (4x smaller)"
         ours = f"{s['quarter_gap']:+.3f} nats ({100 * rel:+.1f}%)"
-        if cfg["heads"] * s["widest"] >= 192:
+        if cfg["heads"] * s["widest"] >= 192 and not undertrained:
             t.add("3", txt, paper="competitive", ours=ours, holds=rel <= 0.05, tolerance="within 5% of the widest",
                   source="text")
         else:
             t.inconclusive("3", txt, paper="competitive", ours=ours,
-                           why=f"d_model {cfg['heads'] * s['widest'] // 4} vs {cfg['heads'] * s['widest']}: tiny "
-                               "models, far from the paper's 192 vs 768", source="text")
+                           why=(why_under.replace("a flat upper end is", "a small gap is") + "; and " if undertrained
+                                else "") + f"d_model {cfg['heads'] * s['widest'] // 4} vs {cfg['heads'] * s['widest']}: "
+                               "tiny models, far from the paper's 192 vs 768", source="text")
     gaps = fig9_gaps(result)
     if gaps:
         mean_gap = float(np.mean(list(gaps.values())))

@@ -41,6 +41,8 @@ def test_figs5_9_tiny_sweep_shares_models_and_resumes(tmp_path):
     rows = {c.key: c for c in table.rows}
     assert list(rows) == ["1", "2", "3", "4", "5", "6", "7"]
     assert rows["4"].verdict == "inconclusive" and rows["5"].verdict == "consistency check"
+    # undertrained (below CONVERGED_STEPS): the Fig. 5 shape rows cannot fail, so they are not judged
+    assert rows["2"].verdict == rows["3"].verdict == "inconclusive" and "undertrained" in rows["2"].tolerance
     again = _run(fig59, tmp_path, **TINY59)
     assert again["meta"]["computed"] == 0 and again["models"] == r["models"]
 
