@@ -38,15 +38,18 @@ PARAMS = (
     Param("wd", "float", "AdamW weight decay (the paper: 1e-4)", min=0.0, max=1.0),
     Param("clip", "float", "per-model gradient-norm clip (the paper: 1.0; 0 = off)", min=0.0, max=100.0),
     Param("seeds", "int", "number of seeds (a count; the paper: 3); the best is kept", min=1, max=20),
+    Param("seed", "int", "the first seed: seeds seed, seed + 1, ... (moves every seed; 0 in every preset)",
+          min=0, max=10_000),
     Param("chunk", "int", "replicas per tensor program (memory)", min=1, max=10000),
 )
 PRESETS = {
     "ci": {"V": 10, "L": 32, "P": 5, "repeats": 2, "n": 1000, "d_model": 32, "heads": [1, 4, 16], "epochs": 4,
-           "batch": 32, "lrs": [1e-3], "wd": 1e-4, "clip": 1.0, "seeds": 1, "chunk": 64},
+           "batch": 32, "lrs": [1e-3], "wd": 1e-4, "clip": 1.0, "seeds": 1, "seed": 0, "chunk": 64},
     "medium": {"V": 10, "L": 128, "P": 5, "repeats": 2, "n": 10000, "d_model": 256, "heads": [1, 2, 4, 8, 16, 32],
-               "epochs": 100, "batch": 64, "lrs": [1e-3], "wd": 1e-4, "clip": 1.0, "seeds": 1, "chunk": 6},
+               "epochs": 100, "batch": 64, "lrs": [1e-3], "wd": 1e-4, "clip": 1.0, "seeds": 1, "seed": 0, "chunk": 6},
     "full": {"V": 10, "L": 128, "P": 5, "repeats": 2, "n": 10000, "d_model": 256, "heads": [1, 2, 4, 8, 16, 32],
-             "epochs": 500, "batch": 64, "lrs": [1e-3, 5e-4, 1e-4], "wd": 1e-4, "clip": 1.0, "seeds": 3, "chunk": 18},
+             "epochs": 500, "batch": 64, "lrs": [1e-3, 5e-4, 1e-4], "wd": 1e-4, "clip": 1.0, "seeds": 3, "seed": 0,
+             "chunk": 18},
 }
 
 
@@ -66,7 +69,7 @@ def compute(ctx: Context) -> dict:
     if task.n_train < cfg["batch"]:
         raise ParameterError(f"parameter 'batch': value {cfg['batch']} is not allowed; at most the {task.n_train} "
                              "training sequences")
-    combos = [(h, lr, s) for h in cfg["heads"] for lr in cfg["lrs"] for s in range(cfg["seeds"])]
+    combos = [(h, lr, s) for h in cfg["heads"] for lr in cfg["lrs"] for s in range(cfg["seed"], cfg["seed"] + cfg["seeds"])]
     models = [I.IHConfig(cfg["V"], cfg["L"] - 1, cfg["d_model"], h, seed=s) for h, _, s in combos]
     keys = [I.unit_key(task, m, lr, cfg["wd"], cfg["epochs"], cfg["batch"], cfg["clip"])
             for m, (_, lr, _) in zip(models, combos)]
