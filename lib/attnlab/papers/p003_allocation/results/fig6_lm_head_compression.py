@@ -194,11 +194,27 @@ def claims(result: dict) -> ClaimsTable:
                  "in place, as a fraction of the increase with uniform attention in the head's place")
         ours6 = (f"|Δ| < 1% of {du:.2g} nats" if abs(frac) < 1e-2 else  # float32 noise below 1%
                  f"{s[str(q)]['dce']:+.2g} of {du:.2g} nats ({100 * frac:.2g}%)")
-        if ci:
-            why = ("a near-uniform or near rank-1 head (the CI teacher's: row 1) is compressed nearly losslessly by any "
-                   "method, so this row cannot separate the claim from its alternative at this scale")
+        # Can the row fail? Only if the head has more than rank q to lose: when the truncated SVD alone (no
+        # training) already keeps the MSE within 1% of uniform attention's, the head is nearly rank <= q and any
+        # rank-q method compresses it losslessly, whatever the paper's claim about heads in general.
+        sv = np.asarray(result["teacher"]["singular_values"], dtype=float)
+        init_frac = st[str(q)]["init_mse"] / result["uniform"]["mse"]
+        spectrum = ", ".join(f"{x:.2g}" for x in sv[:3] / sv[0])
+        trivial = init_frac <= 0.01
+        why = (f"the teacher's bilinear form is nearly rank {q}: singular values {spectrum} (of the largest), and the "
+               f"truncated SVD alone, untrained, is {'< 0.1%' if init_frac < 1e-3 else f'{100 * init_frac:.2g}%'} of "
+               f"uniform attention's MSE, so any rank-{q} compression is lossless here and the row cannot fail")
+        if ci:  # the 400-step CI teacher (row 1): its spectrum depends on the CPU's rounding and the seed, so the
+            # words stay the same whichever side of 1% it falls on (another CPU's table must compare)
+            why = (f"the 400-step CI teacher's spectrum moves with the CPU and seed (row 1); here its singular values "
+                   f"are {spectrum} (of the largest) and the truncated SVD alone, untrained, is {100 * init_frac:.2g}% "
+                   f"of uniform attention's MSE: a head that is nearly of rank {q} (<= 1% there) is compressed "
+                   f"losslessly by any rank-{q} method, and then the row cannot fail")
             t.inconclusive("5", text5, paper="negligible", ours=ours5, why="<= 1%; " + why, source="text", rtol=1.0)
             t.inconclusive("6", text6, paper="negligible", ours=ours6, why="<= 10%; " + why, source="text", rtol=1.0)
+        elif trivial:
+            t.inconclusive("5", text5, paper="negligible", ours=ours5, why="<= 1%; " + why, source="text")
+            t.inconclusive("6", text6, paper="negligible", ours=ours6, why="<= 10%; " + why, source="text")
         else:
             t.add("5", text5, paper="negligible", ours=ours5, holds=mq <= 0.01, tolerance="<= 1%", asserted=True,
                   source="text")
