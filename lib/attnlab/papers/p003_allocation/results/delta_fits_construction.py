@@ -113,8 +113,12 @@ def claims(result: dict) -> ClaimsTable:
             if int(m) >= int(T) + 1:
                 total += 1
                 ok += f["l1"] <= bounds.attention_term(int(T), int(m))
-    t.add("2", "Lemma B.1 for m >= T + 1 terms: error <= 1.3 e^{0.02T}/m (our fits: pairs (T, m) within the bound)",
-          paper="all", ours=f"{ok} of {total}", holds=ok == total, tolerance="every pair", asserted=True, source="text")
+    # with m >= T + 1 terms and free coefficients the error can be made arbitrarily small (row 4), so this case of
+    # the lemma holds for any bound > 0: the row checks our fits, it cannot test the lemma's 1/m rate
+    t.consistency("2", "Lemma B.1 for m >= T + 1 terms: error <= 1.3 e^{0.02T}/m (our fits: pairs (T, m) within the "
+                  "bound; any bound > 0 holds here, row 4, so this checks the fits, not the lemma's rate)",
+                  expected="all", ours=f"{ok} of {total}", holds=ok == total, tolerance="every pair", asserted=True,
+                  source="text")
     if result["two_term"]:
         worst = min(result["two_term"].values())
         lemma = min(bounds.attention_term(int(T), 2) for T in result["two_term"])
@@ -128,9 +132,10 @@ def claims(result: dict) -> ClaimsTable:
                   asserted=True)
     pj = result["projection"]
     dev = max(abs(v["mean"] - v["expected"]) for v in pj.values())
-    t.add("4b", "Lemma B.2: E||(I - P^T P)x|| / ||x|| ≈ sqrt(1 - d_m/D) (D = 64, d_m = 8, 16, 32, 48; largest gap)",
-          paper="sqrt(1 - d_m/D)", ours=round(dev, 4), holds=dev <= 0.01, tolerance="<= 0.01", asserted=True,
-          source="text")
+    t.consistency("4b", "Lemma B.2's scale: E||(I - P^T P)x|| / ||x|| ≈ sqrt(1 - d_m/D) (D = 64, d_m = 8, 16, 32, 48; "
+                  "largest gap; E||(I - P^T P)x||^2 = (1 - d_m/D)||x||^2 is an identity, the lemma's claim is row 4c)",
+                  expected="sqrt(1 - d_m/D)", ours=round(dev, 4), holds=dev <= 0.01, tolerance="<= 0.01", asserted=True,
+                  source="text")
     q_ok = all(v["q95"] <= v["bound95"] for v in pj.values())
     t.add("4c", "Lemma B.2: the 95% quantile is below sqrt(1 - d_m/D)(1 + sqrt(2 log(2/δ)/d_m)), δ = 0.05",
           paper="<= bound", ours="all d_m" if q_ok else "not all", holds=q_ok, tolerance="every d_m", source="text")
@@ -141,7 +146,7 @@ def claims(result: dict) -> ClaimsTable:
                   expected="<= 0 excess", ours="holds" if det_ok else "violated", holds=det_ok,
                   tolerance="float64 rounding of the coefficients", asserted=True)
     if pad > 0:
-        lab = next(iter(cons))
+        lab = ALLOCATIONS[0][0]  # the paper's D = 256 (not the first key: a result read back from the store has them sorted)
         r = cons[lab]
         t.add("6", f"Theorem 4.1 ({lab}, zero-padded past): error <= the bound with the lemma's term",
               paper=round(r["bound_lemma"], 3), ours=round(r[f"pad{pad}"]["error"], 4),
@@ -150,7 +155,7 @@ def claims(result: dict) -> ClaimsTable:
         t.add("7", "Theorem 4.1, every allocation, zero-padded past: error <= bound (with ε_δ, δ = 0.05)",
               paper="all", ours=f"{below} of {len(cons)}", holds=below == len(cons), tolerance="every allocation",
               source="text")
-    r = cons[next(iter(cons))]
+    r = cons[ALLOCATIONS[0][0]]
     t.consistency("8", "without padding the proof's fixed W_V normaliser misses the short windows at the start",
                   expected=f"> {r['bound_lemma']:.2f}", ours=round(r["pad0"]["error"], 2),
                   holds=r["pad0"]["error"] > r["bound_lemma"], tolerance="error above the bound")
