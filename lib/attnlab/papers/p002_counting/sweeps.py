@@ -315,3 +315,10 @@ def by_seed(rows: list[dict]) -> dict[int, list[dict]]:
     for r in sorted(rows, key=lambda r: r["seed"]):
         out.setdefault(r["seed"], []).append(r)
     return out
+
+
+def seed_sweeps(sweep: dict) -> list[dict]:
+    """One sweep per seed (the rows of that seed only), in seed order: a cell's "mean" is then that
+    seed's final accuracy and its "best" that seed's best over evals."""
+    return [{**sweep, "seeds": [s], "rows": {v: [r for r in rows if r["seed"] == s] for v, rows in sweep["rows"].items()}}
+            for s in sorted(sweep["seeds"])]

@@ -20,7 +20,7 @@ from attnlab.core.params import Param
 from .. import paper
 from ..reference import has_softmax
 from ..sweeps import (ACC_ATOL, DATA_SEED, FULL_TRAINING, RATIO_RTOL, TRAINING_PARAMS, grids, min_params_reaching,
-                      seed_list, seed_param, sweep_grid)
+                      seed_list, seed_param, seed_sweeps, sweep_grid)
 
 SOFTMAX = paper.FIG1_TOP_ROW  # bos+sftm, dot+sftm, lin+sftm
 NO_SOFTMAX = paper.FIG1_BOTTOM_ROW  # bos, dot, lin
@@ -75,13 +75,6 @@ def _ge(x: float | None, thr: float) -> bool | None:
 
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.0f}%"
-
-
-def seed_sweeps(sweep: dict) -> list[dict]:
-    """One sweep per seed (the rows of that seed only), in seed order: a cell's "mean" is then that
-    seed's final accuracy and its "best" that seed's best over evals."""
-    return [{**sweep, "seeds": [s], "rows": {v: [r for r in rows if r["seed"] == s] for v, rows in sweep["rows"].items()}}
-            for s in sorted(sweep["seeds"])]
 
 
 def _ratio(sweep: dict, rel, invs, thr: float) -> float | None:

@@ -14,8 +14,8 @@ from attnlab.core.params import Param
 
 from .. import paper
 from ..reference import parse_variants
-from ..sweeps import ACC_ATOL, DATA_SEED, FULL_TRAINING, TRAINING_PARAMS, grids, seed_list, seed_param, sweep_grid
-from .phase_diagrams import seed_sweeps
+from ..sweeps import (ACC_ATOL, DATA_SEED, FULL_TRAINING, TRAINING_PARAMS, grids, seed_list, seed_param, seed_sweeps,
+                      sweep_grid)
 
 PARAMS = (
     Param("settings", "int_rows", "[T, L] settings, the first is the reference (paper: [32, 10] of Fig. 1, "
