@@ -105,9 +105,10 @@ def test_the_changelog_compares_every_chapter_with_the_recorded_snapshot(tmp_pat
     path = tmp_path / "snapshot.json"
     path.write_text(json.dumps(snapshot))
     text = changelog_tables(path)
-    assert f"| {first['key']} | {first['claim']} | " in text and f"| (row removed) |" in text
-    assert f"| {second['key']} | {second['claim']} | (new row) |" in text
-    assert f"| {third['key']} | {third['claim']} |" not in text  # unchanged rows are not listed
+    esc = {r["key"]: r["claim"].replace("|", "\\|") for r in (first, second, third)}  # cells escape a "|"
+    assert f"| {first['key']} | {esc[first['key']]} | " in text and f"| (row removed) |" in text
+    assert f"| {second['key']} | {esc[second['key']]} | (new row) |" in text
+    assert f"| {third['key']} | {esc[third['key']]} |" not in text  # unchanged rows are not listed
     assert json.loads(VERDICTS_BEFORE.read_text())["chapters"], "the recorded snapshot is empty"
 
 

@@ -532,6 +532,9 @@ def changelog_tables(snapshot: Path = VERDICTS_BEFORE) -> str:
             for r in was:
                 pending.setdefault(r["key"], []).append(r)
             link = f"[{exp.id.split('/')[1]}](/{Path('book') / exp.id}.ipynb)"
+            now = [{**r, "claim": r["claim"].replace("|", "\\|")} for r in now]  # a norm ||J|| in a table cell
+            for w in was:
+                w["claim"] = w["claim"].replace("|", "\\|")
             for r in now:
                 prior = pending.get(r["key"], [])
                 w = prior.pop(0) if prior else None
