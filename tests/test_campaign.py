@@ -68,9 +68,10 @@ def _campaign(store: Path, tmp: Path, *args: str, **popen) -> subprocess.Popen:
 
 
 def _results(store: Path) -> dict[str, str]:
-    """Every stored unit's result (by file name: the key's hash), as canonical JSON."""
+    """Every stored unit's result (by file name: the key's hash), as canonical JSON; not the store's temporary
+    files (`.tmp-*`), which a running campaign may be writing at that moment."""
     return {p.name: json.dumps(json.loads(p.read_text())["result"], sort_keys=True)
-            for p in sorted((store / "ci" / CHAPTER).glob("*.json"))}
+            for p in sorted((store / "ci" / CHAPTER).glob("*.json")) if not p.name.startswith(".tmp-")}
 
 
 def test_the_campaign_runs_bare_stops_at_its_budget_and_resumes_after_sigkill(tmp_path):

@@ -10,11 +10,12 @@ import time
 import pytest
 
 from attnlab.cli import parse_value
+from attnlab.papers import registry
 from conftest import REPO, attnlab
 
 FIG1A = "004-memorization/fig1a-accuracy-vs-heads"
-TINY = ["-p", "N", "6", "-p", "d_list", "[2, 3]", "-p", "H_list", "[1, 2]", "-p", "steps", "5"]
-FAST = "001-positional/discrepancy-bound"  # a construction chapter: seconds at CI scale, one stored unit
+TINY = ["-p", "N", "6", "-p", "d_list", "[2, 3]", "-p", "H_list", "[1, 2]", "-p", "steps", "5", "-p", "seeds", "1"]
+FAST = "001-positional/discrepancy-bound"  # a construction chapter: seconds at CI scale, one stored unit per seed
 OOD = "001-positional/ood-scale"
 
 
@@ -113,7 +114,8 @@ def test_time_limited_run_exits_75_and_the_same_command_resumes_to_the_end(store
     (EX_TEMPFAIL); rerunning the same command continues from the checkpoint until it finishes."""
     args = ["run", "002-counting/phase-diagrams-T64-L15", "--headless", "-q", "--out", str(tmp_path / "o"),
             "-p", "settings", "[[6, 4]]", "-p", "variants", "lin", "-p", "d_list", "[4]", "-p", "p_list", "[6]",
-            "-p", "steps", "40", "-p", "checkpoint_every", "10", "-p", "time_limit", "1e-9", "-p", "eval_n", "100"]
+            "-p", "steps", "40", "-p", "checkpoint_every", "10", "-p", "time_limit", "1e-9", "-p", "eval_n", "100",
+            "-p", "seed_list", "[0]"]
     codes = []
     for _ in range(6):
         out = attnlab(*args, env=store)
@@ -142,14 +144,15 @@ def test_notebook_run_summary_html_page_and_resume(store, tmp_path):
     assert first.stderr.startswith(f"{FAST}: executing the chapter (scale ci) into {tmp_path / 'run1'}/")
     assert "Traceback" not in first.stderr
     nb = json.loads((tmp_path / "run1" / "discrepancy-bound.ipynb").read_text())
-    assert nb["metadata"]["attnlab"]["units"] == {"runs": 1, "computed": 1, "store_hits": 0}
+    seeds = registry()[FAST].config("ci")["seeds"]  # one stored unit per seed
+    assert nb["metadata"]["attnlab"]["units"] == {"runs": 1, "computed": seeds, "store_hits": 0}
     assert not any("attnlab-units" in c["metadata"].get("tags", []) for c in nb["cells"])  # the counting cell is gone
     counts = [c["execution_count"] for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
     assert counts == list(range(1, len(counts) + 1)), counts  # and numbered without it
 
     second = attnlab("run", FAST, "-q", "--out", str(tmp_path / "run2"), env=store)
     assert second.returncode == 0 and second.stderr == "", second.stderr  # -q: no progress
-    assert re.fullmatch(rf"{FAST}: executed in \d+\.\d s; resumed: 1 of 1 units from the store",
+    assert re.fullmatch(rf"{FAST}: executed in \d+\.\d s; resumed: {seeds} of {seeds} units from the store",
                         second.stdout.splitlines()[0]), second.stdout
 
 
