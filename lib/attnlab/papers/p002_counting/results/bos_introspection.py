@@ -80,6 +80,11 @@ def compute_bos(ctx: Context) -> dict:
     }
 
 
+# the accuracies of every model, not only the best one: a model that trains poorly moves by up to 0.008 on
+# another instruction set (make test-other-cpu, measured), so this row compares at 0.03
+SPREAD_ATOL = 0.03
+
+
 def claims_bos(result: dict) -> ClaimsTable:
     """Figs. 3 and 15 (§5.1, App. D.6): the BOS weight as a count proxy; the MLP reads only α.
 
@@ -100,7 +105,7 @@ def claims_bos(result: dict) -> ClaimsTable:
           asserted=ci, source="text")
     t.add_seeds("17 acc seeds", f"accuracy of every bos+sftm model (p = {cfg['p']}, d = {cfg['d']}), per seed: the "
                 "spread behind the best-of pick", paper=f"best of 5: {paper.FIG3_ACCURACY}",
-                values=[m["final_accuracy"] for m in models], threshold=thr, rtol=0, atol=ACC_ATOL,
+                values=[m["final_accuracy"] for m in models], threshold=thr, rtol=0, atol=SPREAD_ATOL,
                 tolerance=f"≥ {thr}", source="text")
     if not paper_case:
         t.not_run("17 paper", "Fig. 3: the best bos+sftm model with p = 2 at T = 32, L = 10, d = 45 (best of 5 runs)",
