@@ -82,17 +82,26 @@ def overview_page(paper_id: str, *, book: Path = BOOK) -> str:
     if start in text and end in text:
         head, rest = text.split(start, 1)
         text = f"{head}{start}\n{status_table(paper_id)}\n{end}{rest.split(end, 1)[1]}"
-    title, sep, rest = text.partition("\n")
-    note = OVERVIEW_NOTE.format(source=source.relative_to(REPO_ROOT).as_posix())
-    return f"{title}{sep}\n{note}\n{rest}" if title.startswith("# ") else f"{note}\n\n{text}"
+    return _with_note(text, OVERVIEW_NOTE, source)
 
 
 def write_overview_pages(book: Path = BOOK) -> list[Path]:
     """Write book/<paper>/overview.md for every paper with an overview source; returns the pages written."""
+    return _write_pages(papers_with_overview(), "overview.md", overview_page, book)
+
+
+def _with_note(text: str, note: str, source: Path) -> str:
+    """A generated page: `note` (naming its source) under the page's title, or first if it has none."""
+    note = note.format(source=source.relative_to(REPO_ROOT).as_posix())
+    title, sep, rest = text.partition("\n")
+    return f"{title}{sep}\n{note}\n{rest}" if title.startswith("# ") else f"{note}\n\n{text}"
+
+
+def _write_pages(paper_ids: list[str], name: str, make, book: Path) -> list[Path]:
     written = []
-    for paper_id in papers_with_overview():
-        page = book / paper_id / "overview.md"
-        page.write_text(overview_page(paper_id, book=book))
+    for paper_id in paper_ids:
+        page = book / paper_id / name
+        page.write_text(make(paper_id, book=book))
         written.append(page)
     return written
 
@@ -192,20 +201,12 @@ def render(source: str, *, book: Path = BOOK) -> str:
 def errata_page(paper_id: str, *, book: Path = BOOK) -> str:
     """book/<paper>/errata.md as the source and the executed chapters give it now."""
     source = source_of(paper_id)
-    text = render(source.read_text(), book=book)
-    title, sep, rest = text.partition("\n")
-    note = GENERATED_NOTE.format(source=source.relative_to(REPO_ROOT).as_posix())
-    return f"{title}{sep}\n{note}\n{rest}" if title.startswith("# ") else f"{note}\n\n{text}"
+    return _with_note(render(source.read_text(), book=book), GENERATED_NOTE, source)
 
 
 def write_errata_pages(book: Path = BOOK) -> list[Path]:
     """Write book/<paper>/errata.md for every paper with an errata source; returns the pages written."""
-    written = []
-    for paper_id in papers_with_errata():
-        page = book / paper_id / "errata.md"
-        page.write_text(errata_page(paper_id, book=book))
-        written.append(page)
-    return written
+    return _write_pages(papers_with_errata(), "errata.md", errata_page, book)
 
 
 def stale_pages(book: Path = BOOK) -> list[str]:
