@@ -66,6 +66,7 @@ class DevTools:
         os.close(cmd_r)
         os.close(res_w)
         self._buf, self._id, self._events = b"", 0, []
+        self._session: str | None = None
 
     def _receive(self, deadline: float) -> dict:
         while b"\0" not in self._buf:
@@ -104,23 +105,27 @@ class DevTools:
             self._events.append(self._receive(deadline))
 
     def evaluate(self, url: str, script: str, width: int, height: int, mobile: bool):
-        """Load `url` in a fresh tab with a viewport of width x height CSS pixels (a phone's: mobile=True)
-        and return the value of the JavaScript expression `script` (awaited if a promise)."""
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        try:
-            session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-            self.send("Page.enable", session=session)
-            self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "mobile": mobile,
-                                                             "deviceScaleFactor": 1}, session=session)
-            self.send("Page.navigate", {"url": url}, session=session)
-            self._wait_for("Page.loadEventFired", session)
-            result = self.send("Runtime.evaluate", {"expression": script, "awaitPromise": True,
-                                                    "returnByValue": True}, session=session)
-        finally:
-            self.send("Target.closeTarget", {"targetId": target})
+        """Load `url` with a viewport of width x height CSS pixels (a phone's: mobile=True) and return the value
+        of the JavaScript expression `script` (awaited if a promise). Every call is a fresh load (a navigation
+        after the viewport is set) in this browser's one tab: a new tab per page costs a renderer process
+        each time (about a third of the pass)."""
+        if self._session is None:
+            target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self._session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            self.send("Page.enable", session=self._session)
+        session = self._session
+        self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "mobile": mobile,
+                                                         "deviceScaleFactor": 1}, session=session)
+        self.send("Page.navigate", {"url": url}, session=session)
+        self._wait_for("Page.loadEventFired", session)
+        result = self.send("Runtime.evaluate", {"expression": f"Promise.all([location.href, {script}])",
+                                                "awaitPromise": True, "returnByValue": True}, session=session)
         if "exceptionDetails" in result:
             raise RuntimeError(f"{url}: {result['exceptionDetails']}")
-        return result["result"].get("value")
+        href, value = result["result"]["value"]
+        if unquote(href) != unquote(url):  # the answer must come from the page just loaded, not the one before
+            raise RuntimeError(f"measured {href}, asked for {url}")
+        return value
 
     def close(self) -> None:
         try:
