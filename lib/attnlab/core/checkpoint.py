@@ -20,7 +20,7 @@ the log so far).
   `stop_if_late(...)` raises `Incomplete` after a save past the deadline; `load()` reads it back
   (torch.load with weights_only: tensors, numbers, strings, lists and dicts only); `remove()` once
   the program's results are stored.
-- `RESUME_PARAMS`: the parameters `checkpoint_every` and `time_limit` of a chapter that trains.
+- `RESUME_PARAMS` (declared in core.params with the other shared knobs): `checkpoint_every` and `time_limit`.
 - `program_checkpoint(ctx, keys)`: the checkpoint of the program that trains the units `keys`,
   with ctx.config's `checkpoint_every` and time limit, or None when neither is set (CI scale: the
   loop then does no checkpoint work at all).
@@ -44,18 +44,10 @@ import torch
 
 from .experiment import Incomplete
 from .hashing import stable_hash
-from .params import Param
+from .params import RESUME_PARAMS  # noqa: F401 (declared with the shared knobs in params; chapters import it here too)
 
 CHECKPOINTS = "checkpoints"
 
-# The two knobs of a resumable chapter (operational: they never change a result, see
-# experiment.OPERATIONAL); a chapter adds them to its parameters and its presets.
-RESUME_PARAMS = (
-    Param("checkpoint_every", "int", "steps between checkpoints of a training program (0 = none)", min=0,
-          max=10_000_000),
-    Param("time_limit", "float", "minutes after which a run stops at a checkpoint or between programs (0 = no "
-          "limit; the same command resumes, exit code 75)", min=0.0, max=10_000.0),
-)
 
 
 class Deadline:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 SCALES = ("ci", "medium", "full")
@@ -54,6 +54,12 @@ class Param:
             raise TypeError(f"Param {self.name!r}: kind 'int_rows' needs a width")
         if self.sep is not None and (self.kind != "str" or not self.sep.strip()):
             raise TypeError(f"Param {self.name!r}: `sep` is for kind 'str' and must not be blank")
+
+    def described(self, doc: str, nullable: bool = False) -> "Param":
+        """This knob with a chapter's own description (what it seeds, the paper's value) and, where the chapter
+        gives None a meaning, `nullable`: its name, kind and bounds stay those of the one declaration
+        (`SHARED`), so sibling chapters accept the same values."""
+        return replace(self, doc=doc, nullable=nullable)
 
     def _fail(self, value: Any, allowed: str) -> ParameterError:
         err = ParameterError(f"parameter {self.name!r}: value {_short(value)} is not allowed; {allowed}")
@@ -222,6 +228,28 @@ COMMON = (
           choices=SCALES),
     Param("device", "str", "auto: CUDA when present, else CPU", choices=("auto", "cpu", "cuda")),
 )
+
+
+# The knobs every training chapter shares, declared once (issue 25): a chapter lists them as they are or
+# `.described(...)` with its own words; tests/test_params_shared.py checks that no chapter declares its own.
+SEEDS = Param("seeds", "int", "seeds (a count): replicas of one program; every trained row is judged over them",
+              min=1, max=1000)
+SEED = Param("seed", "int", "the first seed: the run uses seeds seed, seed + 1, …, seed + seeds − 1 (0: the book's run)",
+             min=0, max=2**31 - 1001)
+STEPS = Param("steps", "int", "optimisation steps", min=1, max=10_000_000)
+LR = Param("lr", "float", "learning rate", min=1e-6, max=1.0)
+BATCH = Param("batch", "int", "examples per step", min=1, max=1_000_000)
+N_TEST = Param("n_test", "int", "test examples", min=1, max=10_000_000)
+CHUNK = Param("chunk", "int", "replicas per program at most (memory)", min=1, max=100_000)
+# The two knobs of a resumable chapter (operational: they never change a result, see experiment.OPERATIONAL;
+# core.checkpoint reads them).
+RESUME_PARAMS = (
+    Param("checkpoint_every", "int", "steps between checkpoints of a training program (0 = none)", min=0,
+          max=10_000_000),
+    Param("time_limit", "float", "minutes after which a run stops at a checkpoint or between programs (0 = no "
+          "limit; the same command resumes, exit code 75)", min=0.0, max=10_000.0),
+)
+SHARED = {p.name: p for p in (SEEDS, SEED, STEPS, LR, BATCH, N_TEST, CHUNK) + RESUME_PARAMS}
 
 
 def resolve(params: tuple[Param, ...], presets: Mapping[str, Mapping[str, Any]], scale: str,
