@@ -8,9 +8,9 @@ from attnlab.papers.p003_allocation.results import figs5_9_lm_heads as fig59
 
 TINY59 = dict(max_chars=50_000, vocab_size=40, layers=1, context=8, heads=2, head_dims=[1, 2, 4], fig9_heads=2,
               fig9_head_dims=[1, 2, 4], fig9_head_dim=2, fig9_head_counts=[1, 2], steps=3, batch=2, warmup=1,
-              n_eval=2)
+              n_eval=2, seeds=1)
 TINY6 = dict(max_chars=50_000, vocab_size=40, layers=1, context=8, heads=2, head_dim=4, steps=3, batch=2, warmup=1,
-             ranks=[1, 2, 4], student_steps=2, student_batch=2, n_train=4, n_eval=2)
+             ranks=[1, 2, 4], student_steps=2, student_batch=2, n_train=4, n_eval=2, seeds=1)
 
 
 def _run(mod, tmp_path, **over):
@@ -29,6 +29,26 @@ def test_bad_values_raise_parameter_errors(tmp_path):
         fig59.EXPERIMENTS[0].config("ci", corpus="ptb")
     with pytest.raises(ParameterError, match="max_chars"):
         fig6.EXPERIMENTS[0].config("ci", max_chars=10 ** 12)
+    for mod in (fig59, fig6):  # the seed knobs (issue 27): a count >= 1 and a first seed >= 0
+        with pytest.raises(ParameterError, match="seeds"):
+            mod.EXPERIMENTS[0].config("ci", seeds=0)
+        with pytest.raises(ParameterError, match="seed"):
+            mod.EXPERIMENTS[0].config("ci", seed=-1)
+        assert mod.EXPERIMENTS[0].config("ci")["seeds"] >= 3 and mod.EXPERIMENTS[0].config("full")["seeds"] == 1
+
+
+def test_seed_moves_every_seed_and_rows_are_judged_over_seeds(tmp_path):
+    r = _run(fig59, tmp_path, **{**TINY59, "seeds": 2, "seed": 5})
+    assert r["meta"]["computed"] == 8 and all(len(m["ce_seeds"]) == 2 for m in r["models"].values())
+    rows = {c.key: c for c in fig59.claims(r).rows}
+    assert "2 seeds" in rows["1"].ours and "2 seeds" in rows["4"].ours
+    again = _run(fig59, tmp_path, **{**TINY59, "seeds": 1, "seed": 6})  # seed 6 was the second replica above
+    assert again["meta"]["computed"] == 0
+    assert [m["ce_seeds"][0] for m in again["models"].values()] == [m["ce_seeds"][1] for m in r["models"].values()]
+    r6 = _run(fig6, tmp_path, **{**TINY6, "seeds": 2, "seed": 3})
+    assert [x["seed"] for x in r6["seeds"]] == [3, 4] and r6["meta"]["computed"] == 4  # 2 teachers, 2 student sets
+    rows6 = {c.key: c for c in fig6.claims(r6).rows}
+    assert "of 2 seeds" in rows6["4"].ours and "2 seeds" in rows6["1"].ours
 
 
 def test_figs5_9_tiny_sweep_shares_models_and_resumes(tmp_path):
