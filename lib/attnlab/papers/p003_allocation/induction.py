@@ -30,6 +30,7 @@ from typing import Iterator
 import torch
 import torch.nn.functional as F
 
+from attnlab.core.checkpoint import Checkpoint
 from attnlab.core.replica import ReplicaModule, replica_generator, uniform_init
 from attnlab.core.train import MaskedAdam
 
@@ -282,13 +283,19 @@ def unit_key(task: InductionTask, cfg: IHConfig, lr: float, wd: float, epochs: i
 
 def train(task: InductionTask, configs: list[IHConfig], lrs: list[float], wd: float, epochs: int, batch: int,
           clip: float = 1.0, device="cpu", dtype=torch.float32, progress=None, evals: int = 5,
-          data_seed: int = 0) -> Iterator[tuple[int, dict, float]]:
+          data_seed: int = 0, checkpoint: Checkpoint | None = None) -> Iterator[tuple[int, dict, float]]:
     """Train the replicas (configs[i] with learning rate lrs[i]) together on the training split of
     the dataset `generate(task, data_seed)` (one dataset per run, as the paper's 10,000 sequences),
     every replica on its own seed's shuffling; yields (i, result, seconds) per replica at
     the end. result: final validation MSE, accuracy and induction accuracy, the untrained
     validation MSE, the curve [[epoch, train MSE (mean over the epoch), val MSE, val induction
-    accuracy]] at `evals` evenly spaced epochs, and the best validation MSE among them."""
+    accuracy]] at `evals` evenly spaced epochs, and the best validation MSE among them.
+
+    With `checkpoint` (`core.checkpoint.Checkpoint`), a saved state is loaded first (parameters,
+    Adam's state, the step, the epoch's running loss, the curve and the untrained MSE; the shuffles
+    of the epochs done are drawn again to move each seed's generator on), and the state is saved as
+    `checkpoint.due` says (after a step, or at an epoch's end after its evaluation); past its deadline
+    `Incomplete` is raised after the save. The resumed program ends bit for bit as an uninterrupted one."""
     start = time.perf_counter()
     x, starts = generate(task, data_seed)
     mask = induction_mask(task, starts)
@@ -306,14 +313,34 @@ def train(task: InductionTask, configs: list[IHConfig], lrs: list[float], wd: fl
     per_epoch = max(1, nt // batch)
     steps = epochs * per_epoch
     at = sorted({max(1, round(epochs * (i + 1) / evals)) for i in range(evals)})
-    untrained = evaluate(model, xv, mv, task.V)["mse"]
-    curve, step, ev = [], 0, None
-    bar = range(epochs) if progress is None else progress(range(epochs))
+    untrained, curve, first, before, saved_run = None, [], 0, 0.0, None
+    if checkpoint is not None:
+        state = checkpoint.load(device)
+        if state is not None:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["opt"])
+            untrained, curve, first, before = state["untrained"].cpu(), state["curve"], state["step"], state["seconds"]
+            saved_run = state["run"].cpu()
+    if untrained is None:
+        untrained = evaluate(model, xv, mv, task.V)["mse"]
+    e0, b0 = divmod(first, per_epoch)
+    for _ in range(e0):  # the shuffles of the epochs done: each seed's generator where it was
+        for s in seeds:
+            torch.randperm(nt, generator=gens[s])
+
+    def save_if_due(run):
+        if checkpoint is not None and step < steps and checkpoint.due(step):
+            checkpoint.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "run": run,
+                             "curve": curve, "untrained": untrained, "seconds": before + time.perf_counter() - start})
+            checkpoint.stop_if_late(step, steps, f"{R} replicas")
+
+    step, ev = first, None
+    bar = range(e0, epochs) if progress is None else progress(range(e0, epochs))
     for epoch in bar:
         perms = torch.stack([torch.randperm(nt, generator=gens[s])[: per_epoch * batch] for s in seeds]).to(device)
         perms = perms.index_select(0, pick)  # [R, per_epoch * batch]
-        run = torch.zeros(R, dtype=torch.float64)
-        for b in range(per_epoch):
+        run = saved_run if epoch == e0 and b0 > 0 else torch.zeros(R, dtype=torch.float64)
+        for b in range(b0 if epoch == e0 else 0, per_epoch):
             idx = perms[:, b * batch:(b + 1) * batch]
             xb = xt[idx]  # [R, batch, L]
             out = model(xb[..., :-1])
@@ -332,12 +359,15 @@ def train(task: InductionTask, configs: list[IHConfig], lrs: list[float], wd: fl
             opt.step(lr, active)
             run += loss.detach().double().cpu()
             step += 1
+            if b < per_epoch - 1:  # an epoch's last step saves after the epoch's evaluation
+                save_if_due(run)
         if epoch + 1 in at:
             ev = evaluate(model, xv, mv, task.V)
             curve.append([epoch + 1, (run / per_epoch).tolist(), ev["mse"].tolist(), ev["ind_acc"].tolist()])
+        save_if_due(run)
     # the last epoch is always evaluated (`at` ends at `epochs`): the final evaluation is that one
     final = ev if curve and curve[-1][0] == epochs else evaluate(model, xv, mv, task.V)
-    seconds = (time.perf_counter() - start) / R
+    seconds = (before + time.perf_counter() - start) / R
     for r in range(R):
         rows = [[c[0], c[1][r], c[2][r], c[3][r]] for c in curve]
         yield r, {"val_mse": float(final["mse"][r]), "val_acc": float(final["acc"][r]),

@@ -102,3 +102,28 @@ def test_perfect_head_mse_is_chance_times_the_unpredictable_share(L, P, repeats)
     assert m == pytest.approx(I.chance_mse(10) * (1 - (repeats - 1) * (P - 1) / (L - 1)), rel=1e-12)
     if L == 128:
         assert round(m, 4) == 0.0872
+
+
+def test_a_program_stopped_and_resumed_ends_bit_for_bit_as_an_uninterrupted_one(tmp_path):
+    """Checkpointed past a long-passed time limit: each call trains to its next checkpoint (mid-epoch or
+    at an epoch's end, after that epoch's evaluation), saves and raises Incomplete; the resumed
+    program's results equal the uninterrupted one's exactly."""
+    from attnlab.core.checkpoint import Checkpoint, Deadline
+    from attnlab.core.experiment import Incomplete
+
+    task = I.InductionTask(V=5, L=12, P=3, repeats=2, n=40)  # 32 training sequences: 4 steps per epoch
+    cfgs = [I.IHConfig(5, 11, 8, 2, seed=1), I.IHConfig(5, 11, 8, 4, seed=0)]
+    run = lambda ck=None: {r: o for r, o, _ in I.train(task, cfgs, [1e-2, 3e-3], 1e-2, epochs=3, batch=8,  # noqa: E731
+                                                       evals=3, data_seed=2, checkpoint=ck)}
+    whole = run()
+    for every in (2, 0):  # every 2 steps (2, 6, 10 mid-epoch; 4, 8 at epochs' ends); 0: at every step
+        ck = Checkpoint(tmp_path / f"p{every}.pt", every=every, deadline=Deadline(1.0, start=0.0))
+        stops = []
+        while True:
+            try:
+                resumed = run(ck)
+                break
+            except Incomplete:
+                stops.append(torch.load(ck.path, weights_only=True)["step"])
+        assert stops == ([2, 4, 6, 8, 10] if every else list(range(1, 12)))
+        assert resumed == whole

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnlab.core.checkpoint import deadline_of, program_checkpoint, RESUME_PARAMS
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
@@ -44,15 +45,20 @@ PARAMS = (
     Param("seed", "int", "the first seed: seeds seed, seed + 1, ... (moves every seed: initialisation, shuffling and "
           "the dataset; 0 in every preset)", min=0, max=10_000),
     Param("chunk", "int", "replicas per tensor program (memory)", min=1, max=10000),
-)
+) + RESUME_PARAMS
+# a run stops only when told (`-p time_limit MINUTES`: at the limit, saving its program's state, or between
+# programs; `-p checkpoint_every STEPS` saves more often); the same command resumes bit for bit
+RUN = dict(checkpoint_every=0, time_limit=0.0)
 PRESETS = {
     "ci": {"V": 10, "L": 32, "P": 5, "repeats": 2, "n": 500, "d_model": 32, "heads": [1, 4, 16], "epochs": 4,
-           "batch": 32, "lrs": [1e-3], "wd": 1e-4, "clip": 1.0, "seeds": 3, "seed": 0, "chunk": 64},
+           "batch": 32, "lrs": [1e-3], "wd": 1e-4, "clip": 1.0, "seeds": 3, "seed": 0, "chunk": 64,
+           **RUN},
     "medium": {"V": 10, "L": 128, "P": 5, "repeats": 2, "n": 10000, "d_model": 256, "heads": [1, 2, 4, 8, 16, 32],
-               "epochs": 100, "batch": 64, "lrs": [1e-3], "wd": 1e-4, "clip": 1.0, "seeds": 1, "seed": 0, "chunk": 6},
+               "epochs": 100, "batch": 64, "lrs": [1e-3], "wd": 1e-4, "clip": 1.0, "seeds": 1, "seed": 0, "chunk": 6,
+               **RUN},
     "full": {"V": 10, "L": 128, "P": 5, "repeats": 2, "n": 10000, "d_model": 256, "heads": [1, 2, 4, 8, 16, 32],
              "epochs": 500, "batch": 64, "lrs": [1e-3, 5e-4, 1e-4], "wd": 1e-4, "clip": 1.0, "seeds": 3, "seed": 0,
-             "chunk": 18},
+             "chunk": 18, **RUN},
 }
 
 
@@ -84,11 +90,15 @@ def compute(ctx: Context) -> dict:
     def fn(missing):
         for i0 in range(0, len(missing), cfg["chunk"]):
             part = missing[i0:i0 + cfg["chunk"]]
+            checkpoint = program_checkpoint(ctx, [keys[i] for i in part])  # past the time limit: stop here
             for j, res, sec in I.train(task, [models[i] for i in part], [combos[i][1] for i in part], cfg["wd"],
                                        cfg["epochs"], cfg["batch"], cfg["clip"], device=ctx.device, progress=bar,
-                                       data_seed=data_seed):
+                                       data_seed=data_seed, checkpoint=checkpoint):
                 yield part[j], res, sec
+            if checkpoint is not None:  # the program's units are stored: its state is no longer needed
+                checkpoint.remove()
 
+    deadline_of(ctx)  # the run's time limit starts now
     out = ctx.units(keys, fn)
     runs = [{"H": h, "lr": lr, "seed": s, **o} for (h, lr, s), o in zip(combos, out)]
     best, ind = {}, {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnlab.core.checkpoint import deadline_of, program_checkpoint, RESUME_PARAMS
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import Param, ParameterError
@@ -35,15 +36,18 @@ PARAMS = (
           "rows are judged over them", min=1, max=20),
     Param("seed", "int", "the first seed: seeds seed, seed + 1, ... (moves every seed: initialisation and training "
           "data; 0 in every preset)", min=0, max=10000),
-)
+) + RESUME_PARAMS
+# a run stops only when told (`-p time_limit MINUTES`: at the limit, saving its program's state, or between
+# programs; `-p checkpoint_every STEPS` saves more often); the same command resumes bit for bit
+RUN = dict(checkpoint_every=0, time_limit=0.0)
 PRESETS = {
     # three seeds in the former one-seed budget: batch 16 (was 32); 150 steps kept (100 steps of batch 32 cost
     # the same but leave the delta kernels 3-10x further from their targets)
     "ci": {"families": "exp,delta", "alphas": [2.0, 8.0], "d": 4, "D": 32, "L": 16, "heads": [1, 4, 16],
-           "lr": 1e-2, "steps": 150, "batch": 16, "ffn_mult": 1, "n_eval": 512, "seeds": 3, "seed": 0},
+           "lr": 1e-2, "steps": 150, "batch": 16, "ffn_mult": 1, "n_eval": 512, "seeds": 3, "seed": 0, **RUN},
     "full": {"families": "exp,poly,delta,airy", "alphas": [1.0, 2.0, 4.0, 8.0], "d": 8, "D": paper.FIG8_WIDTH,
              "L": 64, "heads": [1, 2, 4, 8, 16, 32, 64, 128], "lr": 1e-3, "steps": 5000, "batch": 64, "ffn_mult": 4,
-             "n_eval": 1024, "seeds": 1, "seed": 0},
+             "n_eval": 1024, "seeds": 1, "seed": 0, **RUN},
 }
 
 
@@ -59,6 +63,7 @@ def compute(ctx: Context) -> dict:
         raise ParameterError(f"parameters 'families'/'heads': {cfg['families']!r} / {cfg['heads']} not allowed; "
                              f"families from {', '.join(FAMILIES)}, heads dividing D = {cfg['D']}")
     seeds = list(range(cfg["seed"], cfg["seed"] + cfg["seeds"]))
+    deadline_of(ctx)  # the run's time limit starts now
     runs, kerns = {}, {}
     for fam in fams:
         runs[fam], kerns[fam] = {}, {}
@@ -71,10 +76,13 @@ def compute(ctx: Context) -> dict:
             models = [EncoderConfig(cfg["d"], cfg["D"], h, cfg["ffn_mult"] * cfg["D"], s) for h, s in combos]
             keys = [sweeps.unit_key(task, m, cfg["lr"], cfg["steps"], cfg["batch"], cfg["n_eval"]) for m in models]
 
-            def fn(missing, task=task, models=models):
+            def fn(missing, task=task, models=models, keys=keys):
+                checkpoint = program_checkpoint(ctx, [keys[i] for i in missing])  # past the time limit: stop here
                 yield from ((missing[j], r, s) for j, r, s in sweeps.train(
                     task, [models[i] for i in missing], [cfg["lr"]] * len(missing), cfg["steps"], cfg["batch"],
-                    cfg["n_eval"], device=ctx.device, progress=ctx.progress))
+                    cfg["n_eval"], device=ctx.device, progress=ctx.progress, checkpoint=checkpoint))
+                if checkpoint is not None:  # the program's units are stored: its state is no longer needed
+                    checkpoint.remove()
 
             out = ctx.units(keys, fn)
             var = task.target_variance
