@@ -4,6 +4,12 @@ The loss is the sum over replicas of each replica's mean cross-entropy, so each 
 gradient is exactly its own. `MaskedAdam` follows torch.optim.Adam's update, with a
 per-replica learning rate, step count and *active* mask: early stopping freezes a replica
 (its parameters, moments and step count stop changing; zero gradients would not stop Adam).
+
+`train_program` is the one training loop of the book: a paper supplies its parameters, its
+per-replica loss of a step and its protocol values (learning rates or a schedule from
+core.schedules, weight decay, clipping, the stop rule and its check interval); the program does the
+updates, freezing, checkpoint and resume, the time limit and the progress bar. `train_replicas`
+(cross-entropy on token batches) is a thin use of it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Callable, Iterator
 import torch
 from .checkpoint import Checkpoint
 from .progress import tqdm
+from .schedules import linear_lr  # noqa: F401 (moved to core.schedules; imported from here too)
 
 
 class MaskedAdam:
@@ -93,13 +100,206 @@ class MaskedAdam:
                                weight_decay=0.0, eps=self.eps, amsgrad=False, maximize=False)
 
 
-def linear_lr(start: float, end: float, steps: int, steps_per_epoch: int = 1) -> Callable[[int], float]:
-    """Learning rate falling linearly from `start` to `end`, stepped once per epoch.
+class Threshold:
+    """Stop rule (App. A.1 of paper 000): freeze a replica after `patience` consecutive checks whose
+    score beats `level` (higher is better)."""
 
-    Mirrors torch's LinearLR: at epoch e of E = steps // steps_per_epoch, lr = start + (end - start) * e / E.
-    """
-    epochs = max(1, steps // steps_per_epoch)
-    return lambda step: start + (end - start) * min(step // steps_per_epoch, epochs) / epochs
+    def __init__(self, level: float = 0.995, patience: int = 5):
+        self.level, self.patience = level, patience
+
+    def start(self, R: int, device) -> None:
+        self.passes = torch.zeros(R, dtype=torch.long, device=device)
+
+    def keep(self, score: torch.Tensor) -> torch.Tensor:
+        self.passes = torch.where(score > self.level, self.passes + 1, torch.zeros_like(self.passes))
+        return self.passes < self.patience
+
+
+class Plateau:
+    """Stop rule: freeze a replica after `patience` consecutive checks without a score below
+    best · (1 − rel) (lower is better)."""
+
+    def __init__(self, patience: int = 5, rel: float = 1e-3):
+        self.patience, self.rel = patience, rel
+
+    def start(self, R: int, device) -> None:
+        self.best = torch.full((R,), float("inf"), dtype=torch.float64, device=device)
+        self.bad = torch.zeros(R, dtype=torch.long, device=device)
+
+    def keep(self, score: torch.Tensor) -> torch.Tensor:
+        score = score.to(self.best.dtype)
+        better = score < self.best * (1 - self.rel)
+        self.best = torch.where(better, score, self.best)
+        self.bad = torch.where(better, torch.zeros_like(self.bad), self.bad + 1)
+        return self.bad < self.patience
+
+
+@dataclass
+class ProgramLog:
+    """Outcome of `train_program`, per replica (lists indexed by replica)."""
+
+    steps: list[int]  # updates each replica took
+    stopped: list[bool]  # frozen by the stop rule or by the loss function's keep mask (not by a step budget)
+    active: list[bool]  # still training at the end
+    final_loss: list[float]  # the losses of the last step computed
+    seconds: float  # training time, resumed calls included
+
+
+def _restore_into(obj, saved) -> None:
+    """Put a saved value back into the live object `obj` in place (tensor, list, deque or dict)."""
+    if isinstance(obj, torch.Tensor):
+        obj.copy_(saved)
+    elif isinstance(obj, deque):
+        obj.clear()
+        obj.extend(saved)
+    elif isinstance(obj, list):
+        obj[:] = saved
+    elif isinstance(obj, dict):
+        obj.update(saved)
+    else:
+        raise TypeError(f"train_program: cannot restore a {type(obj).__name__} in place")
+
+
+def _clip_(groups: list[list[torch.Tensor]], max_norm: float) -> None:
+    """Per replica, torch.nn.utils.clip_grad_norm_: scale replica r's gradients (over its group's
+    parameters) by min(1, max_norm / (‖g_r‖ + 1e-6)), ‖g_r‖ the 2-norm of the norms of its parameters' gradients."""
+    for group in groups:
+        grads = [p.grad for p in group]
+        norms = torch.stack([g.reshape(g.shape[0], -1).norm(dim=1) for g in grads]).norm(dim=0)
+        coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef.view((-1,) + (1,) * (g.dim() - 1)).to(g.dtype))
+
+
+def train_program(params, loss_fn: Callable[[int], torch.Tensor | tuple[torch.Tensor, torch.Tensor]], steps: int,
+                  lr, *, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+                  clip: float | None = None, active: torch.Tensor | None = None,
+                  max_steps: torch.Tensor | None = None, validate: Callable[[], torch.Tensor] | None = None,
+                  rule=None, check_every: int = 0, checkpoint: Checkpoint | None = None, extra: dict | None = None,
+                  progress=None, desc: str | None = None) -> ProgramLog:
+    """Minimise the per-replica losses `loss_fn(step)` ([R]; their sum is backpropagated, so each
+    replica gets exactly its own gradient) with Adam(W) for steps 0 .. `steps` − 1 (one `MaskedAdam`).
+
+    `params`: parameters with a leading replica axis R, or a list of such lists (groups of R_1, R_2,
+    ... replicas, one MaskedAdam each; losses, scores and masks concatenate in group order).
+    Per step: loss_fn(step) (it may return (losses, keep): keep [R] bools freezes replicas before
+    this update, e.g. a batch-accuracy rule); no replica active: stop; optional per-replica gradient
+    clipping at norm `clip`; decoupled weight decay p ← p (1 − lr · weight_decay) on active replicas
+    (AdamW); the Adam update at lr(step) for active replicas. `lr`: a float, an [R] tensor, or a
+    schedule step -> float or [R] (core.schedules; one with `observe` also sees each check's scores).
+    Then every `check_every` steps (if `validate`): `rule.keep(validate())` freezes replicas
+    (Threshold, Plateau); `max_steps` [R]: a replica freezes after its own step budget.
+    A frozen replica's parameters, moments and step count do not change.
+
+    `checkpoint` (core.checkpoint.Checkpoint): a saved state (parameters, Adam states, masks, counters,
+    the rule's and the schedule's state, `extra`'s values, the step) is loaded first, and saved as
+    `checkpoint.due` says; past its deadline `Incomplete` is raised after the save (exit code 75).
+    The data of a step must be loss_fn(step)'s alone, so a resumed program ends bit for bit as an
+    uninterrupted one. `extra`: name -> a live tensor, list, deque or dict the loss function keeps
+    (a curve, recent accuracies), saved and restored in place. `progress`: True for a bar of its own
+    (`desc`), or an object with update(n) (a chapter's bar), or None."""
+    groups = [list(g) for g in params] if isinstance(params[0], (list, tuple)) else [list(params)]
+    groups = [[p for p in g if p.requires_grad] for g in groups]
+    opts = [MaskedAdam(g, betas=betas, eps=eps) for g in groups]
+    sizes = [g[0].shape[0] for g in groups]
+    R = sum(sizes)
+    bounds = [(sum(sizes[:i]), sum(sizes[:i + 1])) for i in range(len(sizes))]
+    flat = [p for g in groups for p in g]
+    dev, dtype = flat[0].device, flat[0].dtype
+    desc = desc or f"a program of {R} replicas"
+    active = (torch.ones(R, dtype=torch.bool, device=dev) if active is None else active.to(dev).clone())
+    if max_steps is not None:
+        max_steps = max_steps.to(dev)
+        active &= max_steps > 0
+    trained = torch.zeros(R, dtype=torch.long, device=dev)
+    stopped = torch.zeros(R, dtype=torch.bool, device=dev)
+    if rule is not None:
+        rule.start(R, dev)
+    schedule = lr if callable(lr) else None
+    fixed = None if schedule is not None else (torch.as_tensor(lr, dtype=dtype, device=dev).expand(R).clone()
+                                               if isinstance(lr, torch.Tensor) else torch.full((R,), lr, dtype=dtype, device=dev))
+    loss = torch.zeros(R, device=dev)
+    first, before = 0, 0.0
+    state = checkpoint.load(dev) if checkpoint is not None else None
+    if state is not None:
+        with torch.no_grad():
+            for p, v in zip(flat, state["params"], strict=True):
+                p.copy_(v)
+        for opt, s in zip(opts, state["opts"], strict=True):
+            opt.load_state_dict(s)
+        for t, name in ((active, "active"), (trained, "trained"), (stopped, "stopped")):
+            t.copy_(state[name])
+        if rule is not None:
+            vars(rule).update(state["rule"])
+        if hasattr(schedule, "load_state_dict"):
+            schedule.load_state_dict(state["schedule"])
+        for name, obj in (extra or {}).items():
+            _restore_into(obj, state["extra"][name])
+        first, before = state["step"], state["seconds"]
+    own_bar = progress is True
+    bar = tqdm(total=steps, initial=first, desc=desc, mininterval=5.0, leave=False) if own_bar else progress or None
+    if bar is not None and not own_bar and first:
+        bar.update(first)
+    start = time.perf_counter()
+    try:
+        for step in range(first, steps):
+            if not active.any():
+                break
+            out = loss_fn(step)
+            loss, keep = out if isinstance(out, tuple) else (out, None)
+            if keep is not None:
+                stopped |= active & ~keep
+                active &= keep
+                if not active.any():
+                    break
+            for p in flat:
+                p.grad = None
+            loss.sum().backward()
+            if clip is not None:
+                _clip_(groups, clip)
+            if schedule is None:
+                lr_vec = fixed
+            else:
+                now = schedule(step)
+                lr_vec = (now.to(dev, dtype) if isinstance(now, torch.Tensor) else
+                          torch.full((R,), float(now), dtype=dtype, device=dev))
+            for g, opt, (a, b) in zip(groups, opts, bounds):
+                if weight_decay:
+                    with torch.no_grad():
+                        scale = lr_vec[a:b] if schedule is not None or isinstance(lr, torch.Tensor) else lr
+                        keep_w = 1 - scale * weight_decay * active[a:b].to(dtype)
+                        for p in g:
+                            p.mul_(keep_w.view((-1,) + (1,) * (p.dim() - 1)))
+                opt.step(lr_vec[a:b], active[a:b])
+            trained += active
+            if bar is not None:
+                bar.update(1)
+            if validate is not None and check_every and (step + 1) % check_every == 0:
+                scores = validate()
+                if rule is not None:
+                    keep = rule.keep(scores)
+                    stopped |= active & ~keep
+                    active &= keep
+                if hasattr(schedule, "observe"):
+                    schedule.observe(scores, active)
+            if max_steps is not None:
+                active &= trained < max_steps
+            if not active.any():
+                break
+            if checkpoint is not None and step + 1 < steps and checkpoint.due(step + 1):
+                checkpoint.save({"params": flat, "opts": [o.state_dict() for o in opts], "active": active,
+                                 "trained": trained, "stopped": stopped,
+                                 "rule": dict(vars(rule)) if rule is not None else {},
+                                 "schedule": schedule.state_dict() if hasattr(schedule, "state_dict") else {},
+                                 "extra": {k: list(v) if isinstance(v, deque) else v for k, v in (extra or {}).items()},
+                                 "step": step + 1,
+                                 "seconds": before + time.perf_counter() - start})
+                checkpoint.stop_if_late(step + 1, steps, desc)
+    finally:
+        if own_bar:
+            bar.close()
+    return ProgramLog(trained.cpu().tolist(), stopped.cpu().tolist(), active.cpu().tolist(),
+                      loss.detach().cpu().tolist(), before + time.perf_counter() - start)
 
 
 @dataclass
@@ -190,63 +390,40 @@ def train_replicas(model: torch.nn.Module,
     the deadline `Incomplete` is raised after the save: the resumed program ends bit for bit as an
     uninterrupted one (train_test.py). Without a checkpoint the loop does no checkpoint work.
     """
-    params = [p for p in model.parameters()]
-    opt = MaskedAdam(params)
+    params = list(model.parameters())
     R = params[0].shape[0]
-    dev = params[0].device
-    active = torch.ones(R, dtype=torch.bool, device=dev)
-    trained = torch.zeros(R, dtype=torch.long, device=dev)
     recent: deque[torch.Tensor] = deque(maxlen=tail)
     curve: list[list[float]] = []
-    first, before = 0, 0.0
-    if checkpoint is not None:
-        state = checkpoint.load(dev)
-        if state is not None:
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["opt"])
-            active.copy_(state["active"])
-            trained.copy_(state["trained"])
-            recent.extend(state["recent"])
-            curve, first, before = state["curve"], state["step"], state["seconds"]
-    if callable(batches):
-        batches = batches(first)
-    else:
-        for _ in range(first):
-            next(batches)
-    start = time.perf_counter()
-    loss = torch.zeros(R)
-    bar = tqdm(range(first, steps), desc=desc, disable=not progress, mininterval=5.0, leave=False, initial=first,
-               total=steps)
-    for step in bar:
-        tokens, targets = next(batches)
+    it: list = []  # the batch iterator, made at the first step (the step reached, after a resume)
+
+    def loss_fn(step: int):
+        if not it:
+            if callable(batches):
+                it.append(batches(step))
+            else:
+                for _ in range(step):
+                    next(batches)
+                it.append(batches)
+        tokens, targets = next(it[0])
         logits = model(tokens)
         loss = replica_cross_entropy(logits, targets)
+        keep = None
         if stop_at_accuracy is not None or step >= steps - tail:  # accuracy only where it is used
             with torch.no_grad():
                 acc = (logits.max(-1).indices == targets).to(logits.dtype).mean(1)  # = argmax (first maximum), faster
                 recent.append(acc)
                 if stop_at_accuracy is not None:
-                    active &= acc < stop_at_accuracy
+                    keep = acc < stop_at_accuracy
         if step % curve_every == 0:
             curve.append(loss.detach().cpu().tolist())
-        if not active.any():
-            break
-        for p in params:
-            p.grad = None
-        loss.sum().backward()
-        lr_now = lr(step)
-        lr_vec = lr_now if isinstance(lr_now, torch.Tensor) else torch.full((R,), float(lr_now))
-        opt.step(lr_vec.to(dev, params[0].dtype), active)
-        trained += active
-        if checkpoint is not None and step + 1 < steps and checkpoint.due(step + 1):
-            checkpoint.save({"model": model.state_dict(), "opt": opt.state_dict(), "active": active,
-                             "trained": trained, "recent": list(recent), "curve": curve, "step": step + 1,
-                             "seconds": before + time.perf_counter() - start})
-            if checkpoint.deadline.passed():
-                bar.close()
-                checkpoint.stop_if_late(step + 1, steps, desc)
-    bar.close()
+        return (loss, keep) if keep is not None else loss
+
+    def lr_vec(step: int) -> torch.Tensor:
+        now = lr(step)
+        return now if isinstance(now, torch.Tensor) else torch.full((R,), float(now))  # as before: float32 first
+
+    log = train_program(params, loss_fn, steps, lr_vec, checkpoint=checkpoint,
+                        extra={"recent": recent, "curve": curve}, progress=True if progress else None, desc=desc)
     tail_acc = torch.stack(list(recent)).mean(0) if recent else torch.zeros(R)
-    return TrainLog(steps_trained=trained.cpu().tolist(), final_loss=loss.detach().cpu().tolist(),
-                    tail_batch_accuracy=tail_acc.cpu().tolist(), stopped_early=(~active).cpu().tolist(),
-                    seconds=before + time.perf_counter() - start, loss_curve=curve)
+    return TrainLog(steps_trained=log.steps, final_loss=log.final_loss, tail_batch_accuracy=tail_acc.cpu().tolist(),
+                    stopped_early=[not a for a in log.active], seconds=log.seconds, loss_curve=curve)

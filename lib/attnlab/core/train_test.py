@@ -265,3 +265,129 @@ def test_a_killed_program_resumes_from_its_last_checkpoint_bit_for_bit(tmp_path)
     assert torch.load(ck.path, weights_only=True)["step"] == 14
     _same(_program(ck), whole)  # the plain iterator is fast-forwarded past the 14 batches used
     assert torch.load(ck.path, weights_only=True)["step"] == 35  # saved on the way; the caller removes it
+
+
+# ------------------------------------------------------------------------------ train_program
+
+def _fit(rule, checkpoint=None, kill_at=None, steps=60, schedule=None, clip=None):
+    """Two groups (3 and 2 replicas), AdamW, a stop rule every 4 steps, optionally a per-replica schedule."""
+    from attnlab.core.train import train_program
+
+    torch.manual_seed(0)
+    W = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    V = torch.randn(2, 2, dtype=torch.float64, requires_grad=True)  # a second group of 2 replicas
+
+    def loss_at(s):
+        if s == kill_at:
+            raise KeyboardInterrupt  # stands in for SIGKILL: nothing saved at the stop
+        g = torch.Generator().manual_seed(s)
+        t = torch.randn(4, generator=g, dtype=torch.float64)
+        return torch.cat([((W - t) ** 2).mean(1), ((V - t[:2]) ** 4).mean(1)])
+
+    def validate():
+        with torch.no_grad():
+            return torch.cat([(W ** 2).mean(1), (V ** 2).mean(1)])
+
+    log = train_program([[W], [V]], loss_at, steps, schedule if schedule is not None else 0.05, validate=validate,
+                        rule=rule, check_every=4, weight_decay=0.01, checkpoint=checkpoint, clip=clip)
+    return W.detach(), V.detach(), (log.steps, log.stopped, log.final_loss)
+
+
+def _rules():
+    from attnlab.core.train import Plateau, Threshold
+    return [lambda: Plateau(patience=2, rel=0.05), lambda: Threshold(level=0.3, patience=2)]
+
+
+@pytest.mark.parametrize("rule", _rules())
+def test_a_program_stopped_or_killed_and_resumed_ends_bit_for_bit_as_an_uninterrupted_one(rule, tmp_path):
+    """Resume after the time limit (every call one step: `Incomplete`) and after a kill; the rule's state included."""
+    from attnlab.core.checkpoint import Checkpoint, Deadline
+    from attnlab.core.experiment import Incomplete
+
+    whole = _fit(rule())
+    assert any(whole[2][1]) and not all(whole[2][1])  # the rule froze some replicas, not all
+    ck = Checkpoint(tmp_path / "a.pt", every=0, deadline=Deadline(1.0, start=0.0))
+    for calls in range(1, 100):
+        try:
+            resumed = _fit(rule(), ck)
+            break
+        except Incomplete:
+            pass
+    assert calls > 5
+    assert all(torch.equal(a, b) for a, b in zip(resumed[:2], whole[:2])) and resumed[2] == whole[2]
+    ck = Checkpoint(tmp_path / "b.pt", every=9)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(rule(), ck, kill_at=21)
+    assert torch.load(ck.path, weights_only=True)["step"] == 18
+    resumed = _fit(rule(), ck)
+    assert all(torch.equal(a, b) for a, b in zip(resumed[:2], whole[:2])) and resumed[2] == whole[2]
+
+
+def test_a_program_with_a_plateau_schedule_resumes_bit_for_bit(tmp_path):
+    """The schedule's state (ReduceOnPlateau: per-replica lr, best, bad counts) is checkpointed too."""
+    from attnlab.core.checkpoint import Checkpoint, Deadline
+    from attnlab.core.experiment import Incomplete
+    from attnlab.core.schedules import ReduceOnPlateau
+
+    whole = _fit(None, schedule=ReduceOnPlateau(0.05, 5, factor=0.5, patience=1, threshold=0.2), clip=0.5)
+    ck = Checkpoint(tmp_path / "c.pt", every=0, deadline=Deadline(1.0, start=0.0))
+    while True:
+        try:
+            resumed = _fit(None, ck, schedule=ReduceOnPlateau(0.05, 5, factor=0.5, patience=1, threshold=0.2), clip=0.5)
+            break
+        except Incomplete:
+            pass
+    assert all(torch.equal(a, b) for a, b in zip(resumed[:2], whole[:2])) and resumed[2] == whole[2]
+
+
+def test_a_frozen_replica_is_left_untouched_and_its_budget_and_keep_mask_are_obeyed():
+    from attnlab.core.train import train_program
+
+    torch.manual_seed(1)
+    W = torch.randn(4, 3, requires_grad=True)
+    W0 = W.detach().clone()
+
+    def loss_at(s):
+        keep = torch.tensor([True, True, s < 5, True])  # replica 2 frozen by the loss function at step 5
+        return (W ** 2).sum(1), keep
+
+    log = train_program([W], loss_at, 20, 0.1, weight_decay=0.1, active=torch.tensor([True, False, True, True]),
+                        max_steps=torch.tensor([25, 20, 20, 7]))
+    assert log.steps == [20, 0, 5, 7]
+    assert log.stopped == [False, False, True, False] and log.active == [True, False, False, False]
+    assert torch.equal(W[1].detach(), W0[1])  # never active: parameters (and weight decay) untouched
+    assert not torch.equal(W[0].detach(), W0[0])
+
+
+def test_per_replica_clipping_equals_torch_clip_grad_norm_on_each_replica_alone():
+    from attnlab.core.train import _clip_
+
+    g = torch.Generator().manual_seed(3)
+    A = torch.randn(3, 4, 5, generator=g, dtype=torch.float64, requires_grad=True)
+    B = torch.randn(3, 2, generator=g, dtype=torch.float64, requires_grad=True)
+    A.grad = torch.randn(3, 4, 5, generator=g, dtype=torch.float64) * torch.tensor([0.01, 1.0, 10.0]).view(3, 1, 1)
+    B.grad = torch.randn(3, 2, generator=g, dtype=torch.float64)
+    refs = []
+    for r in range(3):
+        a, b = A[r].detach().clone().requires_grad_(), B[r].detach().clone().requires_grad_()
+        a.grad, b.grad = A.grad[r].clone(), B.grad[r].clone()
+        torch.nn.utils.clip_grad_norm_([a, b], 1.0)
+        refs.append((a.grad, b.grad))
+    _clip_([[A, B]], 1.0)
+    for r, (a, b) in enumerate(refs):
+        torch.testing.assert_close(A.grad[r], a, rtol=1e-14, atol=0)
+        torch.testing.assert_close(B.grad[r], b, rtol=1e-14, atol=0)
+    assert torch.equal(refs[0][0], A.grad[0])  # below the norm: unchanged
+
+
+def test_a_program_past_its_time_limit_saves_and_raises_incomplete(tmp_path):
+    from attnlab.core.checkpoint import Checkpoint, Deadline
+    from attnlab.core.experiment import Incomplete
+    from attnlab.core.train import train_program
+
+    W = torch.zeros(2, 3, requires_grad=True)
+    ck = Checkpoint(tmp_path / "d.pt", every=0, deadline=Deadline(1.0, start=0.0))
+    with pytest.raises(Incomplete) as err:
+        train_program([W], lambda s: ((W - 1) ** 2).sum(1), 10, 0.1, checkpoint=ck)
+    assert torch.load(ck.path, weights_only=True)["step"] == 1
+    assert "rerun the same command" in str(err.value)  # the CLI exits with 75 on Incomplete

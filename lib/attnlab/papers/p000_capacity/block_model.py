@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from attnlab.core.replica import ReplicaModule, replica_generator
 
 from . import tasks as T
-from .variant_training import fit
+from attnlab.core.train import train_program
 
 
 def sample_examples(perm: np.ndarray, n: int, ell: int, gen: np.random.Generator) -> dict:
@@ -184,13 +184,6 @@ def train_runs(E: np.ndarray, runs: list[dict], *, steps: int, lr: float, batch:
             best_val.copy_(torch.where(better, acc, best_val))
         return acc
 
-    class EveryCheck:  # a rule that never freezes: it only records the best validation check
-        def start(self, R_, dev_):
-            pass
-
-        def keep(self, score):
-            return torch.ones(R, dtype=torch.bool, device=dev)
-
     def loss_at(step):
         exs = [sample_examples(perm, batch, ell, T.rng(seed, "block-train", m, ell, step))  # on the fly
                for seed, perm in zip(seeds, perms)]
@@ -200,8 +193,8 @@ def train_runs(E: np.ndarray, runs: list[dict], *, steps: int, lr: float, batch:
         losses.append(loss.detach())
         return loss
 
-    log = fit([[getattr(p, name) for name in p._names] for p in parts], loss_at, steps, lr, validate=check,
-              rule=EveryCheck(), check_every=check_every, weight_decay=weight_decay, progress=progress)
+    log = train_program([[getattr(p, name) for name in p._names] for p in parts], loss_at, steps, lr, validate=check,
+                        check_every=check_every, weight_decay=weight_decay, progress=progress)
     if steps % check_every:
         check()
     tail = torch.stack(losses[-max(1, steps // 10):]).mean(0).cpu()

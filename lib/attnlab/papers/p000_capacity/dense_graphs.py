@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from . import models
 from .models import HeadPaddedQK
 from . import tasks as T
-from .variant_training import Threshold, fit
+from attnlab.core.train import Threshold, train_program
 
 
 def out_neighbours(edges: np.ndarray, m: int) -> np.ndarray:
@@ -140,7 +140,7 @@ def train_runs(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: f
     """Train one replica per run (a dict with m, d, r, h, D_K, seed) in ONE tensor program, each
     on the data of its (m, d, r, seed) (embeddings zero-padded to the largest d), initial W_Q, W_K
     of `models.init_weights`. Per replica: test micro-F1, learned tau, steps trained, whether the
-    early-stopping rule fired. `checkpoint`: resume from and save to it (`variant_training.fit`)."""
+    early-stopping rule fired. `checkpoint`: resume from and save to it (`core.train.train_program`)."""
     dev = torch.device(device)
     D = max(q["d"] for q in runs)
     cache: dict[tuple, dict] = {}
@@ -165,7 +165,7 @@ def train_runs(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: f
     (Xtr, ytr), (Xva, yva) = stacked("train"), stacked("val")
     order = model.order
     Xtr_g, ytr_g, Xva_g, yva_g = Xtr[order], ytr[order], Xva[order], yva[order]  # group order, for training
-    log = fit(model.param_groups, lambda s: balanced_loss(model.grouped(Xtr_g[:, s:s + 1]), ytr_g[:, s:s + 1], alpha),
+    log = train_program(model.param_groups, lambda s: balanced_loss(model.grouped(Xtr_g[:, s:s + 1]), ytr_g[:, s:s + 1], alpha),
               steps, lr, validate=lambda: micro_f1(model.grouped, Xva_g, yva_g), rule=Threshold(stop_f1, patience),
               check_every=check_every, progress=progress, checkpoint=checkpoint)
     f1 = micro_f1(model, *stacked("test"))

@@ -7,21 +7,18 @@ value path; S_max = max over the replica's heads; an edge p -> q iff S_max(p, q)
 Training (`train_seed`): the weighted logistic loss of App. A.1 on one context per step, Adam
 (= AdamW with weight decay 0), validation micro-F1 every `check_every` steps and the early-stopping
 rule "stop after `patience` consecutive checks above `stop_f1`", which *freezes* a replica
-(core.train.MaskedAdam: its parameters and moments stop changing).
+(core.train.train_program with the Threshold rule: its parameters and moments stop changing).
 """
 
 from __future__ import annotations
 
-import time
-
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from attnlab.core.checkpoint import Checkpoint
 from attnlab.core.replica import ReplicaModule, replica_generator
-from attnlab.core.train import MaskedAdam
+from attnlab.core.train import Threshold, train_program
 
 from . import constructions as C
 from . import tasks as T
@@ -246,32 +243,6 @@ def micro_f1(model: MaxOverHeadsQK, Xc: torch.Tensor, y: torch.Tensor, chunk: in
     return torch.where(tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), torch.ones_like(tp))
 
 
-def _restore(checkpoint: Checkpoint | None, params: list, opts: list, tensors: dict, progress) -> tuple[int, float]:
-    """Load a saved training state, if any, into `params`, `opts` and the (in-place updated) `tensors`
-    (active mask, counters); advance the progress bar. Returns (the step reached, the seconds spent)."""
-    state = checkpoint.load(params[0].device) if checkpoint is not None else None
-    if state is None:
-        return 0, 0.0
-    with torch.no_grad():
-        for p, v in zip(params, state["params"], strict=True):
-            p.copy_(v)
-    for opt, s in zip(opts, state["opts"], strict=True):
-        opt.load_state_dict(s)
-    for name, t in tensors.items():
-        t.copy_(state[name])
-    if progress is not None:
-        progress.update(state["step"])
-    return state["step"], state["seconds"]
-
-
-def _save(checkpoint: Checkpoint, done: int, steps: int, seconds: float, params: list, opts: list,
-          tensors: dict) -> None:
-    """Save the training state after `done` steps; past the deadline, raise `Incomplete`."""
-    checkpoint.save({"params": params, "opts": [o.state_dict() for o in opts], **tensors, "step": done,
-                     "seconds": seconds})
-    checkpoint.stop_if_late(done, steps, f"a program of {params[0].shape[0]} replicas")
-
-
 def init_weights(d: int, h: int, D_K: int, m: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """W_Q, W_K ~ N(0, std = 1/sqrt(d)) (App. A.1, read as a standard deviation), seeded by
     (the replica's config, seed) only."""
@@ -297,7 +268,7 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
                progress=None, checkpoint: Checkpoint | None = None) -> list[dict]:
     """Train one replica per (h, D_K) in `specs` on the data of `seed`; returns per replica the test
     micro-F1, the learned tau, the steps trained and whether the early-stopping rule fired.
-    `checkpoint`: resume from and save to it (`_restore`, `_save`; step s reads context s only)."""
+    `checkpoint`: resume from and save to it (`core.train.train_program`; step s reads context s only)."""
     data = seed_data(m, d, seed, ell, rho, steps, n_val, n_test)
     dev = torch.device(device)
     X = torch.tensor(data["X"], dtype=torch.float32, device=dev)
@@ -309,39 +280,15 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
         return torch.as_tensor(C.context_labels(ctx, data["perm"]), device=dev)
 
     model = MaxOverHeadsQK(d, specs, [init_weights(d, h, D, m, seed) for h, D in specs], dev)
-    params = [model.W_Q, model.W_K, model.tau]
-    opt = MaskedAdam(params)
-    R = len(specs)
-    active = torch.ones(R, dtype=torch.bool, device=dev)
-    passes = torch.zeros(R, dtype=torch.long, device=dev)
-    trained = torch.zeros(R, dtype=torch.long, device=dev)
     Xtr, ytr = emb(data["train"]), labels(data["train"])
     Xval, yval = emb(data["val"]), labels(data["val"])
-    lr_vec = torch.full((R,), lr, device=dev)
-    first, before = _restore(checkpoint, params, [opt], dict(active=active, passes=passes, trained=trained), progress)
-    start = time.perf_counter()
-    for step in range(first, steps):
-        loss = model.loss(Xtr[step:step + 1], ytr[step:step + 1], alpha)
-        for p in params:
-            p.grad = None
-        loss.sum().backward()
-        opt.step(lr_vec, active)
-        trained += active
-        if (step + 1) % check_every == 0:
-            f1 = micro_f1(model, Xval, yval)
-            passes = torch.where(f1 > stop_f1, passes + 1, torch.zeros_like(passes))
-            active &= passes < patience
-            if not active.any():
-                break
-        if progress is not None:
-            progress.update(1)
-        if checkpoint is not None and step + 1 < steps and checkpoint.due(step + 1):
-            _save(checkpoint, step + 1, steps, before + time.perf_counter() - start, params, [opt],
-                  dict(active=active, passes=passes, trained=trained))
+    log = train_program([model.W_Q, model.W_K, model.tau], lambda s: model.loss(Xtr[s:s + 1], ytr[s:s + 1], alpha),
+                        steps, lr, validate=lambda: micro_f1(model, Xval, yval), rule=Threshold(stop_f1, patience),
+                        check_every=check_every, progress=progress, checkpoint=checkpoint)
     f1_test = micro_f1(model, emb(data["test"]), labels(data["test"]))
-    seconds = before + time.perf_counter() - start
+    R = len(specs)
     return [{"h": h, "D_K": D_K, "seed": seed, "f1": float(f1_test[r]), "tau": float(model.tau[r, 0].detach()),
-             "steps": int(trained[r]), "stopped": bool(not active[r]), "seconds": seconds / R}
+             "steps": log.steps[r], "stopped": log.stopped[r], "seconds": log.seconds / R}
             for r, (h, D_K) in enumerate(specs)]
 
 
@@ -425,16 +372,10 @@ def train_grid(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: f
                            [init_weights(runs[i]["d"], runs[i]["h"], runs[i]["D_K"], runs[i]["m"], runs[i]["seed"])
                             for i in g], dev) for g in groups]
     gidx = [torch.tensor(g, device=dev) for g in groups]
-    opts = [MaskedAdam([mm.W_Q, mm.W_K, mm.tau]) for mm in models]
 
     def model(Xc):  # (R, n, ell, D) in `runs` order -> (R, n, ell, ell)
         return torch.cat([mm(Xc[g]) for mm, g in zip(models, gidx)])[back]
     cutoff = torch.tensor([min(r.get("steps", steps), steps) for r in runs], device=dev)
-    active = cutoff > 0
-    passes = torch.zeros(R, dtype=torch.long, device=dev)
-    trained = torch.zeros(R, dtype=torch.long, device=dev)
-    stopped = torch.zeros(R, dtype=torch.bool, device=dev)
-    lr_vec = torch.full((R,), lr, device=dev)
 
     def f1(name):
         tp = fp = fn = 0
@@ -449,39 +390,17 @@ def train_grid(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: f
         tp, fp, fn = (v.double() for v in (tp, fp, fn))
         return torch.where(tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), torch.ones_like(tp))
 
-    params = [p for mm in models for p in (mm.W_Q, mm.W_K, mm.tau)]
-    first, before = _restore(checkpoint, params, opts, dict(active=active, passes=passes, trained=trained,
-                                                            stopped=stopped), progress)
-    start = time.perf_counter()
-    for step in range(first, steps):
-        if not active.any():
-            break
+    def loss_at(step):  # in group order (the program's replica order: one MaskedAdam per group)
         Xc, yy = emb("train", step, step + 1)
-        margin = model(Xc)
-        z = alpha * margin
+        z = alpha * model(Xc)
         yf = yy.to(z.dtype)
-        loss = (F.softplus(-z) * yf * (ell - 1) + F.softplus(z) * (1 - yf)).mean(dim=(1, 2, 3))
-        for mm in models:
-            for p in (mm.W_Q, mm.W_K, mm.tau):
-                p.grad = None
-        loss.sum().backward()
-        for o, g in zip(opts, gidx):
-            o.step(lr_vec[g], active[g])
-        trained += active
-        if (step + 1) % check_every == 0:
-            val = f1("val")
-            passes = torch.where(val > stop_f1, passes + 1, torch.zeros_like(passes))
-            stopped |= active & (passes >= patience)
-            active &= passes < patience
-        active &= trained < cutoff
-        if progress is not None:
-            progress.update(1)
-        if checkpoint is not None and step + 1 < steps and checkpoint.due(step + 1):
-            _save(checkpoint, step + 1, steps, before + time.perf_counter() - start, params, opts,
-                  dict(active=active, passes=passes, trained=trained, stopped=stopped))  # `passes` is rebound
+        return (F.softplus(-z) * yf * (ell - 1) + F.softplus(z) * (1 - yf)).mean(dim=(1, 2, 3))[order]
+
+    log = train_program([[mm.W_Q, mm.W_K, mm.tau] for mm in models], loss_at, steps, lr,
+                        validate=lambda: f1("val")[order], rule=Threshold(stop_f1, patience), check_every=check_every,
+                        max_steps=cutoff[order], progress=progress, checkpoint=checkpoint)
     f1_test = f1("test")
     taus = torch.cat([mm.tau[:, 0].detach() for mm in models])[back]
-    seconds = before + time.perf_counter() - start
     return [{**{k: r[k] for k in ("m", "d", "h", "D_K", "seed")}, "f1": float(f1_test[i]),
-             "tau": float(taus[i]), "steps": int(trained[i]), "stopped": bool(stopped[i]),
-             "seconds": seconds / R} for i, r in enumerate(runs)]
+             "tau": float(taus[i]), "steps": log.steps[j], "stopped": log.stopped[j],
+             "seconds": log.seconds / R} for i, (r, j) in enumerate(zip(runs, back.tolist()))]

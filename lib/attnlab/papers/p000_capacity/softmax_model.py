@@ -15,7 +15,7 @@ from attnlab.core.replica import ReplicaModule
 
 from . import constructions as C
 from . import dense_graphs, models
-from .variant_training import Threshold, fit
+from attnlab.core.train import Threshold, train_program
 
 
 class SoftmaxSumQK(ReplicaModule):
@@ -70,7 +70,7 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
     same loss, early-stopping rule and metric) on the softmax-sum model (`kind="softmax"`, tau
     starting at tau0) or, through the same loop, on the max-over-heads model (`kind="max"`, tau
     starting at 0 as in App. A.1); per replica: test micro-F1, learned tau, steps trained,
-    whether it stopped early. `checkpoint`: resume from and save to it (`variant_training.fit`)."""
+    whether it stopped early. `checkpoint`: resume from and save to it (`core.train.train_program`)."""
     data = models.seed_data(m, d, seed, ell, rho, steps, n_val, n_test)
     dev = torch.device(device)
     X = torch.tensor(data["X"], dtype=torch.float32, device=dev)
@@ -96,7 +96,7 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
     else:
         def loss_at(s):
             return models.rgr_loss(model(Xtr[s:s + 1]), ytr[s:s + 1], alpha)
-    log = fit([model.W_Q, model.W_K, model.tau], loss_at, steps, lr,
+    log = train_program([model.W_Q, model.W_K, model.tau], loss_at, steps, lr,
               validate=lambda: models.micro_f1(model, Xval, yval), rule=Threshold(stop_f1, patience),
               check_every=check_every, progress=progress, checkpoint=checkpoint)
     f1 = models.micro_f1(model, emb(data["test"]), labels(data["test"]))
@@ -149,7 +149,7 @@ def train_runs(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: f
         tau = model.tau
     else:
         raise ValueError(f"kind {kind!r}: choose 'softmax' or 'max'")
-    log = fit(params, lambda s: models.rgr_loss(margin(Xtr[:, s:s + 1]), ytr[:, s:s + 1], alpha), steps, lr,
+    log = train_program(params, lambda s: models.rgr_loss(margin(Xtr[:, s:s + 1]), ytr[:, s:s + 1], alpha), steps, lr,
               validate=lambda: dense_graphs.micro_f1(margin, Xva, yva), rule=Threshold(stop_f1, patience),
               check_every=check_every, progress=progress, checkpoint=checkpoint)
     f1 = dense_graphs.micro_f1(model, *stacked("test"))

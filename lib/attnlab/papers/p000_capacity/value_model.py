@@ -19,7 +19,7 @@ from attnlab.core.replica import ReplicaModule
 
 from . import models
 from . import tasks as T
-from .variant_training import Plateau, fit
+from attnlab.core.train import Plateau, train_program
 
 
 class ValueChannelQK(ReplicaModule):
@@ -86,7 +86,7 @@ def train_runs(runs: list[dict], *, steps: int, lr: float, d_msg: int = 16, ell:
     MSE of Eq. (4), one context per step, Adam; validation MSE every `check_every` steps, a replica
     frozen after `patience` checks without improvement. Per replica: test MSE (zero predictor:
     about 1), steps trained, whether it stopped early. `checkpoint`: resume from and save to it
-    (`variant_training.fit`)."""
+    (`core.train.train_program`)."""
     dev = torch.device(device)
     D = max(r["d"] for r in runs)
     cache: dict[tuple, dict] = {}
@@ -124,7 +124,7 @@ def train_runs(runs: list[dict], *, steps: int, lr: float, d_msg: int = 16, ell:
             err = err + (((pred - Yt[:, s]) ** 2).sum(-1) * ok[:, s]).sum(dim=(1, 2))
         return err.double() / ok.sum(dim=(1, 2)).clamp(min=1)
 
-    log = fit([model.W_Q, model.W_K],
+    log = train_program([model.W_Q, model.W_K],
               lambda s: mse(model(tr[0][:, s:s + 1], tr[1][:, s:s + 1]), tr[2][:, s:s + 1], tr[3][:, s:s + 1]),
               steps, lr, validate=lambda: evaluate(va), rule=Plateau(patience), check_every=check_every,
               progress=progress, checkpoint=checkpoint)

@@ -9,7 +9,7 @@ import torch
 from attnlab.papers.p000_capacity import models as M
 from attnlab.papers.p000_capacity import tasks as T
 from attnlab.papers.p000_capacity import value_model as V
-from attnlab.papers.p000_capacity.variant_training import Plateau
+from attnlab.core.train import Plateau
 
 
 def test_forward_is_raw_max_scores_times_messages():
