@@ -49,7 +49,7 @@ PARAMS = (
 PRESETS = {
     "ci": {"corpus": "stdlib", "max_chars": 500_000, "level": "char", "vocab_size": 96, "layers": 2, "context": 16,
            "heads": 4, "head_dims": [1, 2, 4, 8], "fig9_heads": 4, "fig9_head_dims": [1, 2, 4, 8],
-           "fig9_head_dim": 8, "fig9_head_counts": [1, 2, 4], "ffn_mult": 8 / 3, "steps": 400, "batch": 12,
+           "fig9_head_dim": 8, "fig9_head_counts": [1, 2, 4], "ffn_mult": 8 / 3, "steps": 400, "batch": 10,
            "lr": 1e-2, "warmup": 40, "beta2": 0.95, "weight_decay": 0.1, "clip": 1.0, "dropout": 0.0, "seeds": 3, "seed": 0,
            "n_eval": 128},
     "full": {"corpus": "stdlib", "max_chars": 5_000_000, "level": "char", "vocab_size": 128, "layers": 6,
