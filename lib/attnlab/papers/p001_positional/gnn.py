@@ -154,10 +154,12 @@ class GNN(ReplicaModule):
         return torch.softmax(e + self.neg[:, None, None], dim=-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B = x.shape[0]
+        """Values [B, n] (or one batch per replica, [R, B, n]) → predictions [R, B, n]."""
+        B = x.shape[-2]
         R, N, E, H, d = self.R, self.n + 1, self.E, self.H, self.E // self.H
-        v = torch.cat([x.to(self.dtype), torch.zeros(B, 1, dtype=self.dtype, device=x.device)], dim=1)
-        h = v[None, :, :, None] * self.w("enc_W")[:, None, None, 0, :] + self.w("enc_b")[:, None, None, :]
+        v = torch.cat([x.to(self.dtype), torch.zeros(x.shape[:-1] + (1,), dtype=self.dtype, device=x.device)], dim=-1)
+        v = v if v.dim() == 3 else v[None]  # [R or 1, B, N]
+        h = v[..., None] * self.w("enc_W")[:, None, None, 0, :] + self.w("enc_b")[:, None, None, :]
         for l in range(self.L):
             W = self.w(f"W{l}").transpose(1, 2).reshape(R, E, H * d)  # the heads side by side
             z = (h.reshape(R, B * N, E) @ W).view(R, B, N, H * d)

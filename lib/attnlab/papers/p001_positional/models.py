@@ -222,16 +222,16 @@ class Transformer(ReplicaModule):
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
         """Values [B, n] → node features [B, n + 1, d_in] (scratchpad 0; P appended for value+pe;
-        Diag(X) for diag)."""
-        B = x.shape[0]
-        v = torch.cat([x.to(self.dtype), torch.zeros(B, 1, dtype=self.dtype, device=x.device)], dim=1)
+        Diag(X) for diag). Values [R, B, n] (one batch per replica) → [R, B, n + 1, d_in]."""
+        B = x.shape[-2]
+        v = torch.cat([x.to(self.dtype), torch.zeros(x.shape[:-1] + (1,), dtype=self.dtype, device=x.device)], dim=-1)
         if self.features == "diag":
             return torch.diag_embed(v)
         v = v.unsqueeze(-1)
         if self.mixed:  # [R, B, nodes, 1 + max d_P]
             return torch.cat([v.expand(self.R, -1, -1, -1), self.P_in[:, None].expand(-1, B, -1, -1)], dim=-1)
         if self.features == "value+pe":
-            v = torch.cat([v, self.P.expand(B, -1, -1)], dim=-1)
+            v = torch.cat([v, self.P.expand(v.shape[:-2] + self.P.shape)], dim=-1)
         return v
 
     def _from_P(self, W: torch.Tensor) -> torch.Tensor:
@@ -300,7 +300,7 @@ class Transformer(ReplicaModule):
     def _forward_general(self, x: torch.Tensor, return_attention: bool = False):
         """Any kind (attention from the input, or not): batch-major, attn formed per head."""
         X = self._embed(x)  # [B, nodes, d_in], or [R, B, nodes, d_in] with one P per replica
-        h = (torch.einsum("rbnd,rde->rbne" if self.mixed else "bnd,rde->rbne", X, self.w("enc_W"))
+        h = (torch.einsum("rbnd,rde->rbne" if X.dim() == 4 else "bnd,rde->rbne", X, self.w("enc_W"))
              + self.w("enc_b")[:, None, None, :])
         maps = []
         for l in range(self.L):

@@ -23,8 +23,11 @@ Four functions; the chapters need nothing else:
   final lr, loss curve. Units are grouped into tensor programs by `program_of` (the config's
   fields other than the padded widths: n, kind, heads, layers, ...) and, with `joint=False`
   (the paper's independent runs), by seed, each seed with its own training set and data order;
-  `joint=True` (the CI shortcut) gives all seeds one training set and one data order (they then
-  differ in their initialisation only), and the key records which.
+  `joint=True` (an older CI shortcut) gives all seeds one training set and one data order (they then
+  differ in their initialisation only), and the key records which. `mix_seeds=True` (CI) keeps the
+  independent runs (each seed its own training set, data order and test lists: the same key and the
+  same model as alone) but trains every seed of a program as replicas of one tensor program, each
+  replica on its own batches [R, B, n].
 
 Long programs (paper scale: 2000 epochs) save a checkpoint every `checkpoint_every` steps
 (ctx.config, 0 = none) through core (`core.checkpoint`, in results/<scale>/checkpoints/<result id>/);
@@ -70,7 +73,12 @@ def _task_list(task: str | Sequence[str], R: int) -> list[str]:
 
 
 def replica_targets(tasks: list[str], x: np.ndarray, dtype: torch.dtype, device) -> torch.Tensor:
-    """[R, N, n] targets (replica r gets tasks[r] of x [N, n]); each distinct task computed once."""
+    """[R, N, n] targets (replica r gets tasks[r] of x [N, n], or of x[r] for per-replica lists x [R, N, n]);
+    each distinct task (and list set) computed once."""
+    if x.ndim == 3:
+        if len(x) != len(tasks):
+            raise ValueError(f"{len(x)} list sets for {len(tasks)} replicas: give one per replica")
+        return torch.stack([torch.as_tensor(targets(t, xr), dtype=dtype, device=device) for t, xr in zip(tasks, x)])
     per = {t: torch.as_tensor(targets(t, x), dtype=dtype, device=device) for t in dict.fromkeys(tasks)}
     return torch.stack([per[t] for t in tasks])
 
@@ -85,6 +93,16 @@ def train_lists(n: int, samples: int, seed: int) -> np.ndarray:
     """The training lists (§7: values in [−2, 2]), seeded from (n, samples, seed)."""
     rng = np.random.default_rng(derive_seed({"train": True, "n": n, "samples": samples}, seed))
     return sample_lists(rng, samples, n, 1.0)
+
+
+def _per_replica(seed: int | Sequence[int], R: int) -> list[int] | None:
+    """None for one shared seed; else the R seeds (one per replica)."""
+    if isinstance(seed, (int, np.integer)):
+        return None
+    seeds = [int(s) for s in seed]
+    if len(seeds) != R:
+        raise ValueError(f"{len(seeds)} seeds for {R} replicas: give one seed or one per replica")
+    return seeds
 
 
 def _order(N: int, seed: int, epoch: int) -> torch.Tensor:
@@ -198,7 +216,9 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
     """Train the R replicas of `model` (forward: x [B, n] → [R, B, n]) on x_train [N, n] with MSE.
 
     Give `epochs` (every replica) or `steps` (an int, or one per replica: a replica stops, frozen,
-    after its own steps). `seed` fixes the data order (the same for every replica). `lr` is the
+    after its own steps). `seed` fixes the data order (the same for every replica). Independent data
+    per replica: x_train [R, N, n] (replica r trains on x_train[r]) and `seed` a list of R seeds
+    (replica r's data order); replica r then trains exactly as alone on x_train[r] with seed[r]. `lr` is the
     initial (plateau, constant) or peak (onecycle) learning rate. With `checkpoint` (a path) and
     `checkpoint_every` > 0, the state is saved every that many steps and a later call with the
     same arguments resumes from it; past `deadline` (time.time()) it raises `Incomplete` after a
@@ -218,8 +238,13 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
     R = params[0].shape[0]
     tasks = _task_list(task, R)
     x_np = np.asarray(x_train, dtype=np.float64)
-    N = len(x_np)
-    if x_np.ndim != 2 or N < 1:
+    seeds = _per_replica(seed, R)
+    if (seeds is not None) != (x_np.ndim == 3):
+        raise ValueError("independent data per replica needs both x_train [R, N, n] and one seed per replica")
+    if seeds is not None and (len(x_np) != R or lengths is not None):
+        raise ValueError(f"x_train of shape {x_np.shape}: per-replica lists need [R = {R}, N, n] (fixed length)")
+    N = x_np.shape[-2] if x_np.ndim == 3 else len(x_np)
+    if x_np.ndim not in (2, 3) or N < 1:
         raise ValueError(f"x_train of shape {x_np.shape}: need [N, n] with N >= 1")
     if lengths is None:
         per_epoch = math.ceil(N / batch)
@@ -253,12 +278,20 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
         epoch_sum = ck["epoch_sum"].to(dev)
     budget_t = torch.as_tensor(budget, device=dev)
     epoch_batches = None
+    epoch_orders = None  # per-replica data: the epoch's permutations [R, N]
+    rows = torch.arange(R, device=dev)[:, None]
     start = time.perf_counter()
     bar = tqdm(total=total, initial=step, desc=desc, disable=not progress, mininterval=5.0, leave=False)
     while step < total:
         epoch, k = divmod(step, per_epoch)
         active = budget_t > step
-        if lengths is None:
+        if seeds is not None:
+            if epoch_orders is None or epoch_orders[0] != epoch:
+                epoch_orders = (epoch, torch.stack([_order(N, s, epoch) for s in seeds]).to(dev))
+            idx = epoch_orders[1][:, k * batch:(k + 1) * batch]  # [R, B]
+            pred = model(x[rows, idx])
+            loss = ((pred - y[rows, idx]) ** 2).mean(dim=(1, 2))
+        elif lengths is None:
             idx = _order(N, seed, epoch)[k * batch:(k + 1) * batch].to(dev)
             pred = model(x[idx])
             loss = ((pred - y[:, idx]) ** 2).mean(dim=(1, 2))
@@ -310,25 +343,33 @@ def train(model: torch.nn.Module, task: str | Sequence[str], x_train: np.ndarray
 
 @torch.no_grad()
 def mse(model: torch.nn.Module, task: str | Sequence[str], x: np.ndarray, chunk: int = 4096) -> np.ndarray:
-    """[R] MSE of each replica on the lists x [N, n] (float64 accumulation over chunks of `chunk`)."""
+    """[R] MSE of each replica on the lists x [N, n], or replica r on x[r] of x [R, N, n] (float64
+    accumulation over chunks of `chunk` lists)."""
     p0 = next(model.parameters())
     R = p0.shape[0]
     tasks = _task_list(task, R)
     total = torch.zeros(R, dtype=torch.float64, device=p0.device)
-    for s in range(0, len(x), chunk):
-        xs = np.asarray(x[s:s + chunk], dtype=np.float64)
+    x = np.asarray(x)
+    N = x.shape[-2]
+    for s in range(0, N, chunk):
+        xs = np.asarray(x[..., s:s + chunk, :], dtype=np.float64)
         y = replica_targets(tasks, xs, p0.dtype, p0.device)
         pred = model(torch.as_tensor(xs, dtype=p0.dtype, device=p0.device))
         total += ((pred - y) ** 2).double().sum(dim=(1, 2))
-    return (total / x.size).cpu().numpy()
+    return (total / (N * x.shape[-1])).cpu().numpy()
 
 
 def evaluate(model: torch.nn.Module, task: str | Sequence[str], c_list: Sequence[float], samples: int,
-             seed: int, n: int | None = None) -> np.ndarray:
+             seed: int | Sequence[int], n: int | None = None) -> np.ndarray:
     """[R, len(c_list)] test MSE of each replica at each scale c (c = 1: the ID test; c > 1 with
-    App. E's rejection). Test lists from (n, c, samples, seed) only; n defaults to model.n."""
+    App. E's rejection). Test lists from (n, c, samples, seed) only (`seed` a list: replica r's lists
+    from seed[r]); n defaults to model.n."""
     n = n if n is not None else model.n
-    return np.stack([mse(model, task, test_lists(n, c, samples, seed)) for c in c_list], axis=1)
+    seeds = _per_replica(seed, next(model.parameters()).shape[0])
+    if seeds is None:
+        return np.stack([mse(model, task, test_lists(n, c, samples, seed)) for c in c_list], axis=1)
+    return np.stack([mse(model, task, _stacked(seeds, lambda s: test_lists(n, c, samples, s))) for c in c_list],
+                    axis=1)
 
 
 # --------------------------------------------------------------------------------------- sweeps
@@ -348,6 +389,7 @@ class Protocol:
     test_samples: int = 1000
     joint: bool = False  # True: every seed on one training set and data order (they differ in init only)
     joint_seed: int | None = None  # joint: the seed of that shared training set and order (None: -1, as before)
+    mix_seeds: bool = False  # not joint: train the seeds of a program together, each on its own data (not in the key)
 
     def __post_init__(self):
         if (self.epochs is None) == (self.steps is None):
@@ -355,10 +397,14 @@ class Protocol:
         if self.scheduler not in SCHEDULERS:
             raise ValueError(f"scheduler {self.scheduler!r}: choose one of {', '.join(SCHEDULERS)}")
         object.__setattr__(self, "c_list", tuple(float(c) for c in self.c_list))
+        if self.mix_seeds and self.joint:
+            raise ValueError("mix_seeds is for independent runs (joint=False): joint seeds already share a program")
 
     @property
     def key(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        """What a stored unit was trained under: every field but `mix_seeds` (how units are grouped into
+        programs does not change a model), None-valued fields left out."""
+        return {k: v for k, v in asdict(self).items() if v is not None and k != "mix_seeds"}
 
 
 def model_key(config: Any) -> dict:
@@ -412,6 +458,12 @@ def joint_seed(cfg: dict) -> int | None:
     return None if first == 0 else -1 - first
 
 
+def _stacked(seeds: list[int], make: Callable[[int], np.ndarray]) -> np.ndarray:
+    """[R, ...]: make(seed) per replica, each distinct seed drawn once."""
+    per = {s: make(s) for s in dict.fromkeys(seeds)}
+    return np.stack([per[s] for s in seeds])
+
+
 def sweep(ctx: Context, units: Sequence[tuple[Any, int, str]], protocol: Protocol,
           build: Callable[[list, list, Any], torch.nn.Module] | None = None,
           program: Callable[[Any], tuple] = program_of, desc: str = "programs") -> list[dict]:
@@ -432,7 +484,7 @@ def sweep(ctx: Context, units: Sequence[tuple[Any, int, str]], protocol: Protoco
         groups: dict[tuple, list[int]] = {}
         for i in missing:
             c, s, _ = units[i]
-            groups.setdefault((repr(program(c)), data_seed(protocol, s)), []).append(i)
+            groups.setdefault((repr(program(c)), None if protocol.mix_seeds else data_seed(protocol, s)), []).append(i)
         return [g for _, g in sorted(groups.items(), key=lambda kv: min(kv[1]))]
 
     def run(group: list[int]):
@@ -440,8 +492,11 @@ def sweep(ctx: Context, units: Sequence[tuple[Any, int, str]], protocol: Protoco
         cs, ss, ts = zip(*(units[i] for i in group))
         n = cs[0].n
         ds = data_seed(protocol, ss[0])
+        if protocol.mix_seeds:  # each replica its own training set, data order and test lists (its seed's)
+            ds = [data_seed(protocol, s) for s in ss]
         model = build(list(cs), list(ss), ctx.device)
-        x = train_lists(n, protocol.samples, ds)
+        x = (train_lists(n, protocol.samples, ds) if not protocol.mix_seeds else
+             _stacked(ds, lambda d: train_lists(n, protocol.samples, d)))
         ck = str(checkpoint_dir(ctx) / (stable_hash({"program": [keys[i] for i in group]}) + ".pt"))
         log = train(model, list(ts), x, batch=protocol.batch, lr=protocol.lr, seed=ds, epochs=protocol.epochs,
                     steps=protocol.steps, scheduler=protocol.scheduler,

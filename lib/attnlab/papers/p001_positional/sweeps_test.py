@@ -147,6 +147,43 @@ def test_sweep_stores_resumes_and_groups(tmp_path):
     assert unit_key(cfg(), 0, "sort", Protocol(**{**proto.__dict__, "joint": False})) != k
 
 
+def test_mixed_seeds_train_each_on_its_own_data_as_alone(tmp_path):
+    """mix_seeds: the seeds of a program are replicas of one tensor program, each with its own training set,
+    data order and test lists (its seed's): the same key and, in float64, the same model as trained alone."""
+    proto = Protocol(samples=32, batch=16, lr=2e-3, steps=3, scheduler="onecycle", c_list=(1, 3), test_samples=20)
+    mixed = Protocol(**{**proto.__dict__, "mix_seeds": True})
+    assert mixed.key == proto.key
+    with pytest.raises(ValueError, match="mix_seeds"):
+        Protocol(**{**proto.__dict__, "mix_seeds": True, "joint": True})
+    units = [(cfg(kind=k), s, "cumsum") for k in ("positional", "standard") for s in (0, 1)]
+    c = _ctx(tmp_path / "mixed")
+    rows = sweep(c, units, mixed)
+    assert c.store.computed == 4
+    for i in (1, 2):
+        alone = sweep(_ctx(tmp_path / f"alone{i}"), [units[i]], proto)[0]
+        assert alone["test_mse"] == pytest.approx(rows[i]["test_mse"], rel=1e-4)
+        assert alone["train_mse"] == pytest.approx(rows[i]["train_mse"], rel=1e-4)
+    # the seeds saw different data: their test MSEs differ more than a shared set would make them
+    assert rows[0]["test_mse"] != rows[1]["test_mse"]
+
+
+def test_per_replica_batches_equal_each_replica_alone():
+    """train / evaluate with x_train [R, N, n] and one seed per replica = each replica alone (float64)."""
+    c = cfg(kind="standard")
+    seeds = [3, 5]
+    xs = np.stack([S.train_lists(4, 32, s) for s in seeds])
+    m = Transformer([c, c], seeds, dtype=torch.float64)
+    log = S.train(m, ["cumsum", "sort"], xs, batch=16, lr=1e-2, seed=seeds, steps=4, scheduler="onecycle")
+    ev = S.evaluate(m, ["cumsum", "sort"], [1.0, 5.0], 20, seeds)
+    for r, (s, t) in enumerate(zip(seeds, ["cumsum", "sort"])):
+        one = Transformer([c], [s], dtype=torch.float64)
+        l1 = S.train(one, t, xs[r], batch=16, lr=1e-2, seed=s, steps=4, scheduler="onecycle")
+        assert log.train_mse[r] == pytest.approx(l1.train_mse[0], rel=1e-12)
+        assert ev[r] == pytest.approx(S.evaluate(one, t, [1.0, 5.0], 20, s)[0], rel=1e-12)
+    with pytest.raises(ValueError, match="per replica"):
+        S.train(m, "cumsum", xs, batch=16, lr=1e-2, seed=3, steps=1)
+
+
 def test_seed_offsets():
     """`seed` moves a chapter's seeds; a joint protocol's shared data seed moves with it, and seed 0 keeps the
     book's keys (no joint_seed in the key)."""

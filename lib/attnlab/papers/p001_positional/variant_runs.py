@@ -76,13 +76,15 @@ def task_list(cfg: dict) -> list[str]:
 
 
 def protocol(cfg: dict) -> Protocol:
-    """The sweep protocol of a config (CI: all seeds share one training set, `joint`)."""
+    """The sweep protocol of a config: independent runs (each seed its own training set, data order and
+    test lists, as the paper's runs); at CI scale every seed of a program trains as a replica of one tensor
+    program (`mix_seeds`), at paper scale one program per seed."""
     if (cfg["steps"] is None) == (cfg["epochs"] is None):
         raise ParameterError(f"parameters 'steps' and 'epochs': values {cfg['steps']!r}, {cfg['epochs']!r} are "
                              "not allowed; give exactly one (the other null)")
     return Protocol(samples=cfg["samples"], batch=cfg["batch"], lr=cfg["lr"], epochs=cfg["epochs"],
                     steps=cfg["steps"], scheduler=cfg["scheduler"], c_list=tuple(cfg["c_list"]),
-                    test_samples=cfg["test_samples"], joint=cfg["scale"] == "ci")
+                    test_samples=cfg["test_samples"], mix_seeds=cfg["scale"] == "ci")
 
 
 def mixable(c: ModelConfig) -> tuple:

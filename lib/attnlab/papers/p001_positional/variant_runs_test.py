@@ -13,9 +13,9 @@ def test_task_list_and_protocol():
         with pytest.raises(ParameterError, match="'tasks'"):
             V.task_list({"tasks": bad})
     p = V.protocol({**V.CI, "scale": "ci"})
-    assert p.joint and p.steps == 300 and p.epochs is None
+    assert not p.joint and p.mix_seeds and p.steps == 300 and p.epochs is None  # every seed its own data
     p = V.protocol({**V.FULL, "scale": "full"})
-    assert not p.joint and p.epochs == 2000 and p.batch == 1000 and p.lr == 5e-4 and p.scheduler == "plateau"
+    assert not p.joint and not p.mix_seeds and p.epochs == 2000 and p.batch == 1000 and p.lr == 5e-4 and p.scheduler == "plateau"
     with pytest.raises(ParameterError, match="'steps' and 'epochs'"):
         V.protocol({**V.CI, "scale": "ci", "epochs": 5})
 

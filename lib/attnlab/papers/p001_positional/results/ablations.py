@@ -21,7 +21,7 @@ PARAMS = TRAIN_PARAMS + (
     Param("smoke", "str", "tasks run as a smoke test only (`smoke_steps` steps, no verdict); '' for none"),
     Param("smoke_steps", "int", "Adam steps of the smoke tasks", min=1, max=100000, nullable=True),
 ) + OPERATIONAL_PARAMS
-# CI: three seeds (sharing one training set), 150 steps, no smoke run (calibrated with one seed at 200
+# CI: three seeds (each its own data), 150 steps, no smoke run (calibrated with one seed at 200
 # steps: every variant 32-215x above the positional one at c = 10 on cumsum; three seeds at 200 steps and
 # the sort smoke run would cost ~1.4x the former 23 s on one thread, so the steps and the smoke run pay for them)
 PRESETS = {"ci": {**CI, **CI_OPS, "steps": 150, "tasks": "cumsum", "smoke": "", "smoke_steps": None},

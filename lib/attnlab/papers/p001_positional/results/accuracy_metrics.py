@@ -36,7 +36,7 @@ PARAMS = (
     S.SEED_PARAM,
 )
 PRESETS = {
-    # three seeds as replicas of one program per architecture (they share one training set at CI). On one
+    # three seeds as replicas of one program per architecture (each its own data, `mix_seeds`). On one
     # CPU thread the standard program's cost grows with its replicas (measured: 3 models 300 steps 17 s,
     # 6 models 30 s, 9 models 42 s), so the former preset's 34 s (3 tasks x 1 seed) holds 1 task x 3 seeds:
     # cumsum, whose direction held in every seed (at 200 steps, 2 tasks x 3 seeds, the models had not yet
@@ -71,8 +71,7 @@ def protocol(cfg: dict) -> S.Protocol:
         raise ParameterError(f"parameter 'batch' = {cfg['batch']} is larger than 'samples' = {cfg['samples']}")
     return S.Protocol(samples=cfg["samples"], batch=cfg["batch"], lr=cfg["lr"], epochs=cfg["epochs"],
                       steps=cfg["steps"], scheduler=cfg["scheduler"], c_list=tuple(cfg["c_list"]),
-                      test_samples=cfg["test_samples"], joint=cfg["scale"] == "ci",
-                      joint_seed=S.joint_seed(cfg) if cfg["scale"] == "ci" else None)
+                      test_samples=cfg["test_samples"], mix_seeds=cfg["scale"] == "ci")
 
 
 @torch.no_grad()
@@ -81,18 +80,24 @@ def _predict(model, x: np.ndarray) -> np.ndarray:
     return model(torch.as_tensor(x, dtype=p0.dtype, device=p0.device)).double().cpu().numpy()
 
 
-def accuracies(model, tasks: list[str], c_list, samples: int, seed: int, n: int) -> dict:
+def accuracies(model, tasks: list[str], c_list, samples: int, seed: int | list[int], n: int) -> dict:
     """Per replica r (task tasks[r]) and scale c: rounding accuracy on integer lists, closeness
-    accuracy (isclose and literal readings) and MSE on the real test lists of `sweeps.test_lists`."""
+    accuracy (isclose and literal readings) and MSE on the real test lists of `sweeps.test_lists`
+    (`seed` a list: replica r's lists from seed[r])."""
     R = len(tasks)
     out = {m: np.zeros((R, len(c_list))) for m in (*METRICS, "mse")}
+
+    def lists(make):
+        return make(seed) if isinstance(seed, int) else S._stacked(seed, make)
+
     for j, c in enumerate(c_list):
-        x = S.test_lists(n, c, samples, seed)
-        xi = MT.integer_lists(np.random.default_rng(derive_seed({"integer": float(c), "n": n, "samples": samples}, seed)),
-                              samples, n, c)
+        x = lists(lambda d: S.test_lists(n, c, samples, d))
+        xi = lists(lambda d: MT.integer_lists(np.random.default_rng(derive_seed(
+            {"integer": float(c), "n": n, "samples": samples}, d)), samples, n, c))
         p, pi = _predict(model, x), _predict(model, xi)
         for r, t in enumerate(tasks):
-            y, yi = targets(t, x), targets(t, xi)
+            xr, xir = (x, xi) if isinstance(seed, int) else (x[r], xi[r])
+            y, yi = targets(t, xr), targets(t, xir)
             out["rounding"][r, j] = MT.rounding_correct(pi[r], yi, t).mean()
             out["closeness"][r, j] = MT.closeness_correct(p[r], y).mean()
             out["closeness_both"][r, j] = MT.closeness_correct(p[r], y, mode="both").mean()
@@ -102,8 +107,9 @@ def accuracies(model, tasks: list[str], c_list, samples: int, seed: int, n: int)
 
 def compute(ctx: Context) -> dict:
     """Trains one positional and one standard Transformer per (task, seed) (all tasks of an
-    architecture in one tensor program, `sweeps.train`: at CI every seed too, on one shared training
-    set; at paper scale one program per seed, each with its own data), then measures rounding and
+    architecture in one tensor program, `sweeps.train`: at CI every seed too, each replica on its own
+    data (its seed's, `mix_seeds`); at paper scale one program per seed, each with its own data), then
+    measures rounding and
     closeness accuracy at every c. The result holds `runs[kind][task]` = {metric: [seeds][c]} for
     the metrics rounding, closeness (authors' isclose reading), closeness_both (literal), mse."""
     cfg = ctx.config
@@ -116,15 +122,17 @@ def compute(ctx: Context) -> dict:
         groups = {}
         for i in missing:
             c, s, _ = units[i]
-            groups.setdefault((c.kind, S.data_seed(prot, s)), []).append(i)
+            groups.setdefault((c.kind, None if prot.mix_seeds else S.data_seed(prot, s)), []).append(i)
         return list(groups.values())
 
     def run(group):
         cs, ss, ts = (list(v) for v in zip(*(units[i] for i in group)))
         start = time.perf_counter()
         model = Transformer(cs, ss, device=ctx.device)
-        ds = S.data_seed(prot, ss[0])
-        log = S.train(model, ts, S.train_lists(cfg["n"], prot.samples, ds), batch=prot.batch, lr=prot.lr, seed=ds,
+        ds = [S.data_seed(prot, s) for s in ss] if prot.mix_seeds else S.data_seed(prot, ss[0])
+        x = (S._stacked(ds, lambda d: S.train_lists(cfg["n"], prot.samples, d)) if prot.mix_seeds else
+             S.train_lists(cfg["n"], prot.samples, ds))
+        log = S.train(model, ts, x, batch=prot.batch, lr=prot.lr, seed=ds,
                       epochs=prot.epochs, steps=prot.steps, scheduler=prot.scheduler, progress=ctx.progress,
                       desc=f"{cs[0].kind} {len(group)} models")
         acc = accuracies(model, ts, cfg["c_list"], cfg["test_samples"], ds, cfg["n"])

@@ -55,7 +55,8 @@ def protocol(cfg: dict) -> S.Protocol:
         raise ParameterError(f"parameter 'batch' = {cfg['batch']} is larger than 'samples' = {cfg['samples']}")
     return S.Protocol(samples=cfg["samples"], batch=cfg["batch"], lr=cfg["lr"], epochs=cfg["epochs"],
                       steps=cfg["steps"], scheduler=cfg["scheduler"], c_list=(1.0, 2.0, 5.0, 8.0),
-                      test_samples=cfg["test_samples"], joint=True, joint_seed=S.joint_seed(cfg))
+                      test_samples=cfg["test_samples"], **(dict(mix_seeds=True) if cfg["scale"] == "ci" else
+                                                          dict(joint=True, joint_seed=S.joint_seed(cfg))))
 
 
 @torch.no_grad()
@@ -79,7 +80,8 @@ def probe_maps(model: Transformer) -> tuple[np.ndarray, list[float]]:
 
 def compute(ctx: Context) -> dict:
     """Trains `seeds` standard and `seeds` positional Transformers on sorting (n = 8; one program
-    per architecture, the seeds as replicas on one training set), tests their MSE, and records their
+    per architecture, the seeds as replicas; at CI each on its own data, its seed's; the `full` preset
+    keeps one shared training set), tests their MSE, and records their
     attention on the probes cX of Figs. 36–37 for c = 1..8. The result holds `runs[kind]`: a list
     (per seed) of {maps [probes][scales][layers][heads][9][9], spread (largest difference between
     a model's maps across inputs), test_mse at c = 1, 2, 5, 8}."""
@@ -100,8 +102,10 @@ def compute(ctx: Context) -> dict:
         cs, ss = (list(v) for v in zip(*(units[i] for i in group)))
         start = time.perf_counter()
         model = Transformer(cs, ss, device=ctx.device)
-        ds = S.data_seed(prot, ss[0])
-        S.train(model, TASK, S.train_lists(8, prot.samples, ds), batch=prot.batch, lr=prot.lr, seed=ds,
+        ds = [S.data_seed(prot, s) for s in ss] if prot.mix_seeds else S.data_seed(prot, ss[0])
+        x = S._stacked(ds, lambda d: S.train_lists(8, prot.samples, d)) if prot.mix_seeds else S.train_lists(
+            8, prot.samples, ds)
+        S.train(model, TASK, x, batch=prot.batch, lr=prot.lr, seed=ds,
                 epochs=prot.epochs, steps=prot.steps, scheduler=prot.scheduler, progress=ctx.progress,
                 desc=f"{cs[0].kind} {len(group)} models")
         test = S.evaluate(model, TASK, prot.c_list, prot.test_samples, seed=ds, n=8)

@@ -23,7 +23,7 @@ PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "hidden") + (
           min=1, max=1024),
     Param("layers_list", "int_list", "depths of the standard models (the paper: log n + 1 = 4, and 1)", min=1, max=16),
 ) + OPERATIONAL_PARAMS
-# CI: 180 steps, three seeds sharing one training set (calibrated with one seed at 200 steps: the best
+# CI: 180 steps, three seeds, each its own data (calibrated with one seed at 200 steps: the best
 # compact standard model 16-80x above the positional one at c = 10; three seeds at 200: 38-121x); cumulative
 # sum only: three seeds of both tasks would cost ~1.7x the former 17 s on one thread (`tasks` adds cummin)
 PRESETS = {"ci": {**CI, **CI_OPS, "steps": 180, "tasks": "cumsum", "hidden_list": [2, 16], "layers_list": [3, 1]},

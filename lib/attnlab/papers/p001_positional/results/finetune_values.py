@@ -17,7 +17,7 @@ from attnlab.core.params import Param, ParameterError
 
 from .. import paper
 from ..models import ModelConfig, Transformer
-from ..sweeps import mse, test_lists, train, train_lists
+from ..sweeps import _stacked, mse, test_lists, train, train_lists
 from ..tasks import sample_lists
 from ..variant_runs import (
     CI, CI_OPS, FULL, FULL_OPS, OPERATIONAL_PARAMS, TRAIN_PARAMS, add_direction, full_command, seed_range, task_list,
@@ -34,7 +34,7 @@ PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "c_list") + (
 _CI = {k: v for k, v in CI.items() if k != "c_list"}
 _FULL = {k: v for k, v in FULL.items() if k != "c_list"}
 PRESETS = {
-    # CI: 200 training steps, three seeds sharing one training set, in one program per architecture
+    # CI: 200 training steps, three seeds (each its own data), in one program per architecture
     # (calibrated with one seed: after fine-tuning, standard / positional error over ID 15-46×); cumulative
     # sum only: three seeds of two tasks would cost ~1.5x the former 16 s on one thread (`tasks` adds cummin)
     "ci": {**_CI, **CI_OPS, "steps": 200, "tasks": "cumsum", "scale_ft": 10.0, "ft_samples": 2048, "ft_steps": 100, "ft_epochs": None,
@@ -54,11 +54,13 @@ def _one(x: int | None, y: int | None, names: str) -> None:
 def _program(ctx: Context, kind: str, seeds: list[int], tasks: list[str]) -> dict:
     """Train one program (every task and seed of `kind`, as replicas) in distribution, measure, fine-tune
     all W_V on scale-c lists, measure again. Returns per seed and task: ID MSE, c MSE before and after.
-    CI: the seeds share one training set (as sweeps' joint); paper scale: one seed per program, its own data."""
+    Every seed has its own data (training, test and fine-tuning lists, data orders: its seed's, as the paper's
+    independent runs); CI: every seed in one program, each replica on its own batches; paper scale: one seed
+    per program."""
     cfg = ctx.config
     n, c = cfg["n"], cfg["scale_ft"]
-    ds = -1 if cfg["scale"] == "ci" else seeds[0]
-    if ds != -1 and len(seeds) != 1:
+    ds = seeds[0]
+    if cfg["scale"] != "ci" and len(seeds) != 1:
         raise ValueError("independent runs train one seed per program")
     conf = ModelConfig(n=n, kind=kind, embed=cfg["embed"], hidden=cfg["hidden"])
     reps = [(s, t) for s in seeds for t in tasks]
@@ -68,18 +70,27 @@ def _program(ctx: Context, kind: str, seeds: list[int], tasks: list[str]) -> dic
                                                                  "cfg": what}) + ".pt")
     deadline = time.time() + 60 * cfg["time_limit"] if cfg.get("time_limit") else None
     ts = [t for _, t in reps]
-    log = train(model, ts, train_lists(n, cfg["samples"], ds), batch=cfg["batch"], lr=cfg["lr"], seed=ds,
+    if cfg["scale"] == "ci":  # one data seed per replica (its model seed): lists [R, N, n]
+        ds = [s for s, _ in reps]
+
+    def lists(make):
+        return make(ds) if isinstance(ds, int) else _stacked(ds, make)
+
+    log = train(model, ts, lists(lambda d: train_lists(n, cfg["samples"], d)), batch=cfg["batch"], lr=cfg["lr"],
+                seed=ds,
                 epochs=cfg["epochs"], steps=cfg["steps"], scheduler=cfg["scheduler"], checkpoint=ck,
                 checkpoint_every=cfg.get("checkpoint_every") or 0, deadline=deadline, progress=ctx.progress,
                 desc=f"{kind}: train")
-    id_test = mse(model, ts, test_lists(n, 1.0, cfg["test_samples"], ds))
-    ood = test_lists(n, c, cfg["test_samples"], ds)
+    id_test = mse(model, ts, lists(lambda d: test_lists(n, 1.0, cfg["test_samples"], d)))
+    ood = lists(lambda d: test_lists(n, c, cfg["test_samples"], d))
     before = mse(model, ts, ood)
     for name, p in model.named_parameters():  # App. D.1.8: every parameter frozen but the W_V weights
         p.requires_grad_(name in model.value_names())
-    rng = np.random.default_rng(derive_seed({"finetune": float(c), "n": n, "samples": cfg["ft_samples"]}, ds))
-    ft = train(model, ts, sample_lists(rng, cfg["ft_samples"], n, c), batch=cfg["batch"], lr=cfg["ft_lr"],
-               seed=ds + 7919, epochs=cfg["ft_epochs"], steps=cfg["ft_steps"], scheduler="constant",
+    ft_lists = lists(lambda d: sample_lists(np.random.default_rng(derive_seed(
+        {"finetune": float(c), "n": n, "samples": cfg["ft_samples"]}, d)), cfg["ft_samples"], n, c))
+    ft = train(model, ts, ft_lists, batch=cfg["batch"], lr=cfg["ft_lr"],
+               seed=ds + 7919 if isinstance(ds, int) else [d + 7919 for d in ds],
+               epochs=cfg["ft_epochs"], steps=cfg["ft_steps"], scheduler="constant",
                progress=ctx.progress, desc=f"{kind}: fine-tune W_V")
     after = mse(model, ts, ood)
     if os.path.exists(ck):
@@ -102,6 +113,8 @@ def compute(ctx: Context) -> dict:
     _one(cfg["steps"], cfg["epochs"], "'steps' and 'epochs'")
     _one(cfg["ft_steps"], cfg["ft_epochs"], "'ft_steps' and 'ft_epochs'")
     keys = {k: v for k, v in cfg.items() if k not in OPERATIONAL and k != "seed"}  # a unit's seed is its own
+    if cfg["scale"] == "ci":
+        keys["data"] = "per seed"  # each seed its own data (CI seeds shared one training set before)
     units = [(kind, s) for kind in KINDS for s in seed_range(cfg)]
 
     def plan(missing: list[int]) -> list[list[int]]:

@@ -33,7 +33,7 @@ PARAMS = (
     S.SEED_PARAM,
 )
 PRESETS = {
-    # three seeds as replicas of one program per architecture (at CI they share one training set). The former
+    # three seeds as replicas of one program per architecture (each seed its own data). The former
     # preset (one seed, 150 steps, 1,000 test lists) cost 15 s; three seeds at 150 steps 20 s of compute. At
     # 110 steps (13.5 s) the models were not yet on the plateau (row 6: 1.06, row 6b failed), and with 500 test
     # lists one seed's slope (row 7) came within the row's precision of the band; so 150 steps, 1,000 test lists
@@ -58,8 +58,7 @@ def protocol(cfg: dict) -> S.Protocol:
         raise ParameterError(f"parameter 'batch' = {cfg['batch']} is larger than 'samples' = {cfg['samples']}")
     return S.Protocol(samples=cfg["samples"], batch=cfg["batch"], lr=cfg["lr"], epochs=cfg["epochs"],
                       steps=cfg["steps"], scheduler=cfg["scheduler"], c_list=tuple(cfg["c_list"]),
-                      test_samples=cfg["test_samples"], joint=cfg["scale"] == "ci",
-                      joint_seed=S.joint_seed(cfg) if cfg["scale"] == "ci" else None)
+                      test_samples=cfg["test_samples"], mix_seeds=cfg["scale"] == "ci")
 
 
 def _bayes_on_test_lists(cfg: dict, task: str, seed: int, features: str = "xs") -> list[float]:
@@ -77,7 +76,7 @@ def _bayes_on_test_lists(cfg: dict, task: str, seed: int, features: str = "xs") 
 def compute(ctx: Context) -> dict:
     """Computes the exact position-agnostic baseline of both tasks (ID, and at every c) and checks it
     by least squares on `mc_samples` lists; trains GCN and GAT on the complete and the star graph
-    for both tasks (one program per architecture: at CI its seeds too, on one shared training set; at
+    for both tasks (one program per architecture: at CI its seeds too, each on its own data; at
     paper scale one per architecture and seed, `sweeps.sweep`) and tests them at every
     c. The result holds `baseline` (per task: exact ID MSE, the S-only variant, coefficients, curve
     over c, least-squares check) and `runs` (one row per model: kind, graph, task, seed, test MSE

@@ -26,7 +26,7 @@ PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "n") + (
           min=0.0, max=10_000.0),
 )
 PRESETS = {
-    # n ∈ {2, 4} (Figs. 9–13: 2 … 32), cumulative sum, three seeds sharing one training set per n; the
+    # n ∈ {2, 4} (Figs. 9–13: 2 … 32), cumulative sum, three seeds (each its own data) per n; the
     # ood-scale chapter's recipe (E = 32, batches of 64 lists, OneCycle peak 5e-3, 4,096 lists) at 250 steps:
     # three seeds of the former n = 2, 4, 8 at 300 steps would cost ~1.8x the former 33 s on one thread, and
     # n = 8 does not fit in 200 steps (measured: ID MSE 1.1-2.4 for both architectures, three seeds)

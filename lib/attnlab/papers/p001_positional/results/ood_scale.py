@@ -3,9 +3,9 @@ positional Transformer, five tasks: the paper's headline.
 
 Both architectures are trained on lists with values in [−2, 2] (§7) and tested on lists drawn from
 [−2c, 2c] with App. E's rejection step (c = 1: in distribution). Each architecture trains as one
-replica-batched tensor program holding every task and seed (`sweeps.sweep`); at CI scale every seed
-shares one training set and data order (they differ in their initialisation), at paper scale each
-seed is an independent run with its own data (one program per architecture and seed).
+replica-batched tensor program holding every task and seed (`sweeps.sweep`, `mix_seeds`); every seed
+is an independent run with its own data (training set, data order and test lists: its seed's), as the
+paper's runs; at paper scale one program per architecture and seed.
 
 Every trained row is judged over the seeds with the seed rule (`ClaimsTable.add_seeds`): the
 claim's value is measured per seed (standard against positional of the same seed index), "this run"

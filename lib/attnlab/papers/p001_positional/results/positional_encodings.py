@@ -23,7 +23,7 @@ PARAMS = TRAIN_PARAMS + (
     Param("encodings", "str", "encodings trained beside one-hot P (the paper: binary, sinusoidal, rope)",
           choices=ENCODINGS, sep=","),
 ) + OPERATIONAL_PARAMS
-# CI: three seeds sharing one training set, 200 steps, binary P left out (its row 1 cannot be judged at CI
+# CI: three seeds (each its own data), 200 steps, binary P left out (its row 1 cannot be judged at CI
 # scale: the ratio moves from 2.2 to 10.7 with the CPU's rounding alone); seven variants times three seeds
 # at the former 300 steps would cost ~1.6x the former 20 s on one thread (`encodings` adds binary)
 PRESETS = {"ci": {**CI, **CI_OPS, "steps": 200, "tasks": "cumsum", "encodings": "sinusoidal,rope"},

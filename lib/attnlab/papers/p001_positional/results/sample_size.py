@@ -29,7 +29,7 @@ PARAMS = tuple(p for p in TRAIN_PARAMS if p.name != "samples") + (
 PRESETS = {
     # tiny N against a large one (in our calibration, with N = 64 → 4,096 the ID loss fell 1.1-1.2× only:
     # at this scale the fit is limited by the steps, not the data, so row 18 cannot be judged here); one
-    # task, three seeds sharing each training set, the ood-scale chapter's recipe (E = 32, batches of 64,
+    # task, three seeds (each its own training set), the ood-scale chapter's recipe (E = 32, batches of 64,
     # OneCycle peak 5e-3) at 250 steps; N = 128 left out: three seeds of the former N = 16, 128, 4,096 at
     # 300 steps would cost ~1.7x the former 41 s on one thread
     "ci": dict(n=8, tasks="cumsum", seeds=3, seed=0, sizes=[16, 4096], steps=250, epochs=None, batch=64, lr=5e-3,
