@@ -24,7 +24,10 @@ of one d_model in one program.
 Training (`train`): AdamW (decoupled weight decay on the matrices and embeddings, not the norm
 gains, as torch.optim.AdamW: p <- p (1 - lr wd) before the Adam step), per-replica gradient
 clipping, linear warm-up then cosine decay, optional dropout on the residual branches drawn from
-per-replica generators (so replicas stay independent).
+per-replica generators (so replicas stay independent). With a `core.checkpoint.Checkpoint` the loop
+saves its whole state (parameters, Adam moments and step counts, dropout generators, the batch
+position, the loss curve) as the checkpoint says and stops past its deadline; the same call resumes
+from the file and gives bit for bit the uninterrupted result (lm_test.py).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from attnlab.core.checkpoint import Checkpoint
 from attnlab.core.progress import tqdm
 from attnlab.core.replica import ReplicaModule, replica_generator
 from attnlab.core.hashing import derive_seed
@@ -281,10 +285,12 @@ def unit_key(cfg: LMConfig, spec: TrainSpec, data_key: dict, n_eval: int) -> dic
 
 
 def fit(model: ReplicaLM, spec: TrainSpec, train_ids: np.ndarray, progress: bool = True, curve_every: int = 25,
-        desc: str = "train") -> tuple[list[list[float]], torch.Tensor]:
+        desc: str = "train", checkpoint: Checkpoint | None = None) -> tuple[list[list[float]], torch.Tensor]:
     """Train `model` in place for `spec.steps` batches of its context length: each replica's batches
     come from the stream of its seed (`text.batches`). Returns the training-loss curve
-    ([step, loss of each replica...] every `curve_every` steps) and the last batch's losses [R]."""
+    ([step, loss of each replica...] every `curve_every` steps) and the last batch's losses [R].
+    `checkpoint`: resume from its saved state if there is one; save every `checkpoint.every` steps
+    (or at its deadline) and raise `Incomplete` after a save past the deadline."""
     L = model.C
     dev, dtype = model.dims.device, model.dtype
     model.train()
@@ -297,7 +303,21 @@ def fit(model: ReplicaLM, spec: TrainSpec, train_ids: np.ndarray, progress: bool
     streams = {s: T.batches(train_ids, L, spec.batch, s) for s in seeds}
     pick = torch.tensor([seeds.index(c.seed) for c in model.configs], device=dev)
     curve, loss = [], torch.zeros(R)
-    for step in tqdm(range(spec.steps), desc=desc, disable=not progress, mininterval=5.0, leave=False):
+    first = 0
+    state = checkpoint.load(dev) if checkpoint is not None else None
+    if state is not None:
+        with torch.no_grad():
+            for p, v in zip(params, state["params"], strict=True):
+                p.copy_(v)
+        opt.load_state_dict(state["opt"])
+        for g, st in zip(model.generators(dev), state["dropout"], strict=True):
+            g.set_state(st.cpu())  # a generator's state is a CPU byte tensor, whatever its device
+        first, curve, loss = state["step"], [list(c) for c in state["curve"]], state["loss"]
+        for _ in range(first):  # the batch streams: replay their draws (cheap: indices only)
+            for s in seeds:
+                next(streams[s])
+    for step in tqdm(range(first, spec.steps), desc=desc, disable=not progress, mininterval=5.0, leave=False,
+                     initial=first, total=spec.steps):
         data = [next(streams[s]) for s in seeds]
         x = torch.stack([d[0] for d in data]).to(dev).index_select(0, pick)
         y = torch.stack([d[1] for d in data]).to(dev).index_select(0, pick)
@@ -314,19 +334,25 @@ def fit(model: ReplicaLM, spec: TrainSpec, train_ids: np.ndarray, progress: bool
             with torch.no_grad():
                 torch._foreach_mul_(decayed, 1 - lr * spec.weight_decay)
         opt.step(torch.full((R,), lr, dtype=dtype, device=dev), active)
+        if checkpoint is not None and step + 1 < spec.steps and checkpoint.due(step + 1):
+            checkpoint.save({"params": [p.detach() for p in params], "opt": opt.state_dict(),
+                             "dropout": [g.get_state() for g in model.generators(dev)], "step": step + 1,
+                             "curve": curve, "loss": loss.detach()})
+            checkpoint.stop_if_late(step + 1, spec.steps, desc)
     return curve, loss.detach()
 
 
 def train(configs: list[LMConfig], spec: TrainSpec, train_ids: np.ndarray, valid_ids: np.ndarray, n_eval: int,
           device="cpu", dtype=torch.float32, progress: bool = True, curve_every: int = 25,
-          keep_state: Callable[[int], bool] = lambda r: False, desc: str = "train") -> Iterator[tuple[int, dict, float]]:
+          keep_state: Callable[[int], bool] = lambda r: False, desc: str = "train",
+          checkpoint: Checkpoint | None = None) -> Iterator[tuple[int, dict, float]]:
     """Train the replicas together (`fit`); yields (i, result, seconds) per replica at the end. result:
     `valid_ce` (mean next-token cross-entropy in nats on `n_eval` fixed validation windows),
     `train_loss` (the last batch), `curve` ([step, training loss] every `curve_every` steps),
-    `n_params`, and `state` (`encode_state`) for the replicas where keep_state(i)."""
+    `n_params`, and `state` (`encode_state`) for the replicas where keep_state(i). `checkpoint`: as `fit`."""
     start = time.perf_counter()
     model = ReplicaLM(configs, dropout=spec.dropout, dtype=dtype, device=device)
-    curve, loss = fit(model, spec, train_ids, progress, curve_every, desc)
+    curve, loss = fit(model, spec, train_ids, progress, curve_every, desc, checkpoint)
     xe, ye = T.eval_windows(valid_ids, model.C, n_eval)
     ce = evaluate(model, xe, ye)
     seconds = (time.perf_counter() - start) / len(configs)

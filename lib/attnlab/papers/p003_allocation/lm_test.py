@@ -141,3 +141,31 @@ def test_forward_and_backward_keep_to_the_models_device():
     again = lm.ReplicaLM(_cfgs(), dropout=0.5)
     torch.testing.assert_close(again(x), a)
     assert drop.generators(torch.device("cpu"))[0].device.type == "cpu"
+
+
+def test_checkpoint_resume_is_bit_for_bit(tmp_path):
+    """A program stopped at its deadline after a checkpoint, then resumed from the file, ends exactly where
+    an uninterrupted one does (parameters, Adam moments, dropout generators, batch position, curve)."""
+    from attnlab.core.checkpoint import Checkpoint, Deadline
+    from attnlab.core.experiment import Incomplete
+
+    ids = np.random.default_rng(0).integers(0, V, 400)
+    spec = lm.TrainSpec(steps=7, batch=3, lr=1e-2, warmup=2, dropout=0.1)
+
+    def run(checkpoint=None):
+        out = list(lm.train(_cfgs(), spec, ids, ids, n_eval=4, progress=False, curve_every=2,
+                            keep_state=lambda r: True, checkpoint=checkpoint))
+        return [o for _, o, _ in out]
+
+    plain = run()
+    late = Deadline(1e-9, start=0.0)  # long passed: stop after the first save
+    path = tmp_path / "program.pt"
+    with pytest.raises(Incomplete, match="after 3 of 7 steps"):
+        run(Checkpoint(path, every=3, deadline=late))
+    assert path.exists()
+    with pytest.raises(Incomplete, match="after 6 of 7 steps"):  # one more window: 3 more steps, then stop again
+        run(Checkpoint(path, every=3, deadline=late))
+    resumed = run(Checkpoint(path, every=3))  # no deadline: to the end
+    for a, b in zip(plain, resumed, strict=True):
+        assert a["state"] == b["state"] and a["curve"] == b["curve"]
+        assert a["valid_ce"] == b["valid_ce"] and a["train_loss"] == b["train_loss"]

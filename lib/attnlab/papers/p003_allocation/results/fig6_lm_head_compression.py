@@ -13,6 +13,7 @@ import functools
 import numpy as np
 import torch
 
+from attnlab.core.checkpoint import RESUME_PARAMS, program_checkpoint
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, bound, seed_summary
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import SEED, SEEDS, Param, ParameterError
@@ -51,18 +52,18 @@ PARAMS = (
                     "order, each compressed by its own students; every trained row is judged over them"),
     SEED.described("the first seed: teachers (and their students' batches) seed, seed + 1, ..., seed + seeds - 1 "
                    "(moves every seed; 0 in every preset)"),
-)
+) + RESUME_PARAMS  # operational: a paper-scale program checkpoints and stops at a time limit
 PRESETS = {
     "ci": {"corpus": "stdlib", "max_chars": 500_000, "level": "char", "vocab_size": 96, "layers": 2, "context": 32,
            "heads": 2, "head_dim": 16, "ffn_mult": 8 / 3, "steps": 300, "batch": 8, "lr": 1e-2, "warmup": 40,
            "beta2": 0.95, "weight_decay": 0.1, "clip": 1.0, "dropout": 0.0, "layer": -1, "head": 0,
            "ranks": [1, 2, 4, 8, 16], "student_steps": 70, "student_batch": 8, "student_lr": 1e-3, "n_train": 128,
-           "n_eval": 64, "seeds": 3, "seed": 0},
+           "n_eval": 64, "seeds": 3, "seed": 0, "checkpoint_every": 0, "time_limit": 0.0},
     "full": {"corpus": "stdlib", "max_chars": 5_000_000, "level": "char", "vocab_size": 128, "layers": 6,
              "context": 256, "heads": 12, "head_dim": 64, "ffn_mult": 8 / 3, "steps": 1200, "batch": 32, "lr": 3e-4,
              "warmup": 200, "beta2": 0.95, "weight_decay": 0.1, "clip": 1.0, "dropout": 0.1, "layer": -1, "head": 0,
              "ranks": [4, 8, 16, 24, 32, 48, 64], "student_steps": 10_000, "student_batch": 8, "student_lr": 1e-3,
-             "n_train": 512, "n_eval": 128, "seeds": 1, "seed": 0},
+             "n_train": 512, "n_eval": 128, "seeds": 1, "seed": 0, "checkpoint_every": 0, "time_limit": 0.0},
 }
 
 
@@ -97,10 +98,13 @@ def compute(ctx: Context) -> dict:
     def teach(group):
         """The missing teachers, as replicas of one program (each its own seed's initialisation and batches)."""
         data = load()
+        checkpoint = program_checkpoint(ctx, [tkeys[i] for i in group])  # None at CI (checkpoint_every, time_limit 0)
         for j, res, sec in lm.train([tcfgs[i] for i in group], spec, data.train, data.valid, cfg["n_eval"],
                                     device=ctx.device, progress=ctx.progress, keep_state=lambda r: True,
-                                    desc="teachers"):
+                                    desc="teachers", checkpoint=checkpoint):
             yield group[j], {**res, "data": data.describe(), "substitute": data.corpus.substitute}, sec
+        if checkpoint is not None:  # the teachers are stored: the state is no longer needed
+            checkpoint.remove()
 
     teachers = ctx.units(tkeys, teach, desc="teachers")
     runs = []

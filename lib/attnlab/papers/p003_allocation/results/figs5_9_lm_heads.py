@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from attnlab.core.checkpoint import RESUME_PARAMS, program_checkpoint
 from attnlab.core.claims import ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.params import SEED, SEEDS, Param, ParameterError
@@ -45,18 +46,19 @@ PARAMS = (
     SEED.described("the first seed: seeds seed, seed + 1, ..., seed + seeds - 1 of every model (moves every seed; "
                    "0 in every preset)"),
     Param("n_eval", "int", "validation windows of `context` tokens", min=1, max=100_000),
-)
+) + RESUME_PARAMS  # operational: a paper-scale program checkpoints and stops at a time limit
 PRESETS = {
     "ci": {"corpus": "stdlib", "max_chars": 500_000, "level": "char", "vocab_size": 96, "layers": 2, "context": 16,
            "heads": 4, "head_dims": [1, 2, 4, 8], "fig9_heads": 4, "fig9_head_dims": [1, 2, 4, 8],
            "fig9_head_dim": 8, "fig9_head_counts": [1, 2, 4], "ffn_mult": 8 / 3, "steps": 400, "batch": 10,
            "lr": 1e-2, "warmup": 40, "beta2": 0.95, "weight_decay": 0.1, "clip": 1.0, "dropout": 0.0, "seeds": 3, "seed": 0,
-           "n_eval": 128},
+           "n_eval": 128, "checkpoint_every": 0, "time_limit": 0.0},
     "full": {"corpus": "stdlib", "max_chars": 5_000_000, "level": "char", "vocab_size": 128, "layers": 6,
              "context": 256, "heads": 12, "head_dims": [4, 8, 16, 24, 32, 48, 64], "fig9_heads": 8,
              "fig9_head_dims": [4, 8, 16, 24, 32, 48, 64], "fig9_head_dim": 64, "fig9_head_counts": [1, 2, 4, 8, 16, 32],
              "ffn_mult": 8 / 3, "steps": 1200, "batch": 32, "lr": 3e-4, "warmup": 200, "beta2": 0.95, "weight_decay": 0.1,
-             "clip": 1.0, "dropout": 0.1, "seeds": 1, "seed": 0, "n_eval": 512},
+             "clip": 1.0, "dropout": 0.1, "seeds": 1, "seed": 0, "n_eval": 512, "checkpoint_every": 0,
+             "time_limit": 0.0},
 }
 
 
@@ -117,10 +119,14 @@ def compute(ctx: Context) -> dict:
     def fn(group):
         data, unigram = load()
         cfgs = [models[i] for i in group]
+        checkpoint = program_checkpoint(ctx, [keys[i] for i in group])  # None at CI (checkpoint_every, time_limit 0)
         for j, res, sec in lm.train(cfgs, spec, data.train, data.valid, cfg["n_eval"], device=ctx.device,
-                                    progress=ctx.progress, desc=f"d_model {cfgs[0].d_model}-{cfgs[-1].d_model}"):
+                                    progress=ctx.progress, desc=f"d_model {cfgs[0].d_model}-{cfgs[-1].d_model}",
+                                    checkpoint=checkpoint):
             yield group[j], {**res, "data": data.describe(), "unigram": unigram,
                              "substitute": data.corpus.substitute}, sec
+        if checkpoint is not None:  # the models are stored: the state is no longer needed
+            checkpoint.remove()
 
     out = ctx.units(keys, fn, plan=plan, desc="programs")
     table = {}

@@ -90,3 +90,18 @@ def test_fig6_tiny_teacher_and_students(tmp_path):
     again = _run(fig6, tmp_path, **{**TINY6, "student_steps": 3})  # the stored teacher is reused
     assert again["meta"]["computed"] == 1 and again["teacher"]["valid_ce"] == r["teacher"]["valid_ce"]
     assert fig6.EXPERIMENTS[0].stored("full") is None
+
+
+def test_figs5_9_stops_at_its_time_limit_and_resumes(tmp_path):
+    """checkpoint_every and time_limit (issues 25/30): a run past its limit stops at a checkpoint; the same
+    command resumes it, and the result is the uninterrupted one."""
+    from attnlab.core.experiment import Incomplete
+
+    tiny = {**TINY59, "head_dims": [1, 2], "fig9_head_dims": [1, 2], "fig9_head_counts": [1], "steps": 4}
+    plain = _run(fig59, tmp_path / "plain", **tiny)
+    with pytest.raises(Incomplete):
+        _run(fig59, tmp_path / "cut", **tiny, checkpoint_every=2, time_limit=1e-9)
+    assert list((tmp_path / "cut").rglob("checkpoints/**/*.pt"))
+    resumed = _run(fig59, tmp_path / "cut", **tiny, checkpoint_every=2)
+    assert resumed["models"] == plain["models"]
+    assert not list((tmp_path / "cut").rglob("checkpoints/**/*.pt"))  # removed once the models are stored
