@@ -137,6 +137,8 @@ class _HiddenReadoutLoss(torch.autograd.Function):
     (`_HiddenReadout`'s y and groups) -> [R], given the weighted one-hot labels O [C, N],
     O_cn = w_n [c = t_n], and the weights w [N]: the readout and the cross-entropy in one function,
     group by group (a group's logits stay in cache), the logits never gathered into one tensor.
+    With per-replica data (`ReplicaCounting.set_streams`) the labels are [R, C, N] and the weights
+    [R, N] (each replica its own columns; a padding column has weight 0).
     With m_rn = max_c y_rcn: loss_r = Σ_n w_n (log Σ_c exp(y_rcn − m_rn) + m_rn) − Σ_cn O_cn y_rcn,
     the label term one matrix-vector product. Backward: ∂loss_r/∂y_rcn = w_n softmax_c(y_r·n) − O_cn,
     written out (exp(y − m) kept from the forward and normalised in place, so it runs once), then
@@ -151,11 +153,18 @@ class _HiddenReadoutLoss(torch.autograd.Function):
         for lo, hi, k in groups:
             a = torch.bmm(H[lo:hi, :k], W[lo:hi]).relu_()
             y = torch.bmm(V[lo:hi, :, :k], a)  # [R_g, C, N]
-            picked = torch.mv(y.view(hi - lo, -1), labels.view(-1))  # Σ_n w_n y_t_n,n
+            if labels.dim() == 3:  # per-replica columns
+                picked = torch.bmm(y.view(hi - lo, 1, -1), labels[lo:hi].reshape(hi - lo, -1, 1)).view(hi - lo)
+            else:
+                picked = torch.mv(y.view(hi - lo, -1), labels.view(-1))  # Σ_n w_n y_t_n,n
             mx = y.amax(1, keepdim=True)
             e = y.sub_(mx).clamp_min_(EXP_FLOOR).exp_()
             s = e.sum(1)  # [R_g, N]
-            torch.mv(s.log().add_(mx.squeeze(1)), weights, out=losses[lo:hi]).sub_(picked)
+            if weights.dim() == 2:
+                lw = torch.bmm(s.log().add_(mx.squeeze(1))[:, None], weights[lo:hi, :, None]).view(hi - lo)
+                torch.sub(lw, picked, out=losses[lo:hi])
+            else:
+                torch.mv(s.log().add_(mx.squeeze(1)), weights, out=losses[lo:hi]).sub_(picked)
             saved += [a, e, s]
         ctx.groups, ctx.spent = groups, False
         ctx.save_for_backward(W, labels, weights, H, V, *saved)
@@ -171,8 +180,9 @@ class _HiddenReadoutLoss(torch.autograd.Function):
         gH, gV = torch.zeros_like(H), torch.zeros_like(V)
         for g, (lo, hi, k) in enumerate(ctx.groups):
             a, e, s = acts[3 * g:3 * g + 3]
-            gy = e.mul_((gl[lo:hi, None] * weights[None] / s)[:, None])  # softmax · g w
-            gy.addcmul_(labels, gl[lo:hi, None, None], value=-1)  # − [c = t] · g w
+            w, lab = (weights[lo:hi], labels[lo:hi]) if weights.dim() == 2 else (weights[None], labels)
+            gy = e.mul_((gl[lo:hi, None] * w / s)[:, None])  # softmax · g w
+            gy.addcmul_(lab, gl[lo:hi, None, None], value=-1)  # − [c = t] · g w
             _group_backward(W[lo:hi], H[lo:hi, :k], V[lo:hi, :, :k], a, gy,
                             None if gW is None else gW[lo:hi], gH[lo:hi, :k], gV[lo:hi, :, :k])
         return gW, None, None, None, gH, gV
@@ -252,6 +262,7 @@ class ReplicaCounting(ReplicaModule):
                                                    device=self.device))
         for r, c in enumerate(configs):
             self.init_replica(r, c)
+        self.stream_of = None  # per-replica data streams (`set_streams`)
         # no padding at all (one replica, or replicas of one size): w(name) is the parameter itself
         self.dense = all(bool(getattr(self, n + "_mask").all()) for n in self._names)
 
@@ -328,19 +339,26 @@ class ReplicaCounting(ReplicaModule):
         counts = torch.zeros(self.T + self.bos + 1, tokens.shape[0], dtype=self.scale.dtype, device=tokens.device)
         return counts.scatter_add_(0, tokens.t(), torch.ones_like(tokens.t(), dtype=counts.dtype))
 
-    def _score_mixing(self, q: torch.Tensor, counts: torch.Tensor, order: torch.Tensor | None) -> torch.Tensor:
+    def _score_mixing(self, q: torch.Tensor | None, counts: torch.Tensor, order: torch.Tensor | None,
+                      onehot: torch.Tensor | None = None) -> torch.Tensor:
         """`mixing_t` of the dot-product variants for N queries: q [N] their tokens, counts [T'+1, N]
-        the token counts n_t' of each query's sequence -> W' [R, T'+1, N]."""
-        Tp, R, N = self.T + self.bos, self.R, q.shape[0]
+        the token counts n_t' of each query's sequence -> W' [R, T'+1, N]. Per-replica queries
+        (`set_streams`): q None, onehot [R, T'+1, N] the one-hot queries (bias row 1) and counts
+        [R, T'+1, N]."""
+        Tp, R = self.T + self.bos, self.R
         dtype, dev = counts.dtype, counts.device
         E = self.w("emb")  # [R, T', D]
         S_t = torch.bmm(torch.bmm(E, self.w("W_K")), torch.bmm(E, self.w("W_Q")).transpose(1, 2))
         S_t = S_t * self.scale.view(-1, 1, 1)  # score of (key token, query token): [R, T', T']
         S_t = torch.cat([S_t, torch.zeros(1, 1, Tp, dtype=dtype, device=dev).expand(R, 1, Tp)], 1)  # [R, T'+1, T']
         S_t = S_t if order is None else S_t.index_select(0, order)
-        onehot = (q[None] == self.types[:, None]).to(dtype)  # [x_l = t'] [T'+1, N]
-        onehot[Tp] = 1
-        Sq = torch.bmm(S_t, onehot[None, :Tp].expand(R, Tp, N))  # S(x_l, t') [R, T'+1, N], last row 0
+        if onehot is not None:
+            Sq = torch.bmm(S_t, onehot[:, :Tp])
+        else:
+            N = q.shape[0]
+            onehot = (q[None] == self.types[:, None]).to(dtype)  # [x_l = t'] [T'+1, N]
+            onehot[Tp] = 1
+            Sq = torch.bmm(S_t, onehot[None, :Tp].expand(R, Tp, N))  # S(x_l, t') [R, T'+1, N], last row 0
         if self.sftm:  # softmax_t'(S(x_l, t') + log n_t') + [x_l = t'] (`_CountSoftmax`)
             return _CountSoftmax.apply(Sq, counts, onehot)
         return torch.addcmul(onehot, Sq, counts)
@@ -402,7 +420,11 @@ class ReplicaCounting(ReplicaModule):
     def _readout_loss(self, W: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """Σ_n w_n cross-entropy(logits of column n, targets n) [R] (grouped order) of the token-type
         weights W [R, T'+1, N] (grouped order), by `_HiddenReadoutLoss`."""
-        labels = (targets[None] == torch.arange(self.L + 1, device=targets.device)[:, None]) * weights  # [C, N]
+        classes = torch.arange(self.L + 1, device=targets.device)
+        if targets.dim() == 2:  # per-replica columns: [R, C, N]
+            labels = (targets[:, None] == classes[None, :, None]) * weights[:, None]
+        else:
+            labels = (targets[None] == classes[:, None]) * weights  # [C, N]
         return _HiddenReadoutLoss.apply(W, self.groups, labels, weights, *self._grouped_weights())
 
     def logits_t(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -423,6 +445,8 @@ class ReplicaCounting(ReplicaModule):
             loss = (1 / (B·L)) Σ_positions ℓ = Σ_pairs (n / (B·L)) ℓ,
         the same value and gradient with about half the columns (3.3 distinct tokens per sequence of
         6 for T = 8, L = 6). lin variants mix by position: every position is computed."""
+        if tokens.dim() == 3:
+            return self._loss_streams(tokens)
         o = self.order if self.sorted else None
         if self.lin:
             y = hist_torch(tokens).view(-1)
@@ -431,6 +455,68 @@ class ReplicaCounting(ReplicaModule):
         else:
             _, q, counts, n = self.query_pairs(tokens)
             loss = self._readout_loss(self._score_mixing(q, counts, o), n.long(), n / tokens.numel())
+        return loss.index_select(0, self.unorder) if self.sorted else loss
+
+    def set_streams(self, stream_of: list[int] | None) -> None:
+        """Per-replica training data: `loss` of tokens [S, B, L] (S batches, one per data stream)
+        trains replica r on batch stream_of[r] only (None: every replica on one batch [B, L])."""
+        if stream_of is not None and len(stream_of) != self.R:
+            raise ValueError(f"set_streams: {len(stream_of)} stream ids for {self.R} replicas")
+        self.stream_of = None if stream_of is None else torch.tensor(stream_of, device=self.device)
+
+    def _loss_streams(self, tokens: torch.Tensor) -> torch.Tensor:
+        """`loss` with replica r trained on tokens[stream_of[r]] (tokens [S, B, L]): the same per-replica
+        computation with an R axis on the data factors. Dot-product variants: each stream's distinct
+        (sequence, query token) pairs, padded to the longest stream's count with weight-0 columns
+        (query token 0, count 1 of token 0, label 0: a finite column that adds nothing to the loss or
+        its gradient); lin variants: the one-hot tokens of each replica's stream in one batched product."""
+        S, B, L = tokens.shape
+        if self.stream_of is None or int(self.stream_of.max()) >= S:
+            raise ValueError(f"tokens [S = {S}, B, L] need set_streams with stream ids < {S}")
+        if L != self.L:
+            raise ValueError(f"tokens must be [S, B, L = {self.L}]; got {tuple(tokens.shape)}")
+        o = self.order if self.sorted else None
+        sidx = self.stream_of if o is None else self.stream_of.index_select(0, o)  # grouped order
+        dtype, dev = self.scale.dtype, tokens.device
+        Tp, R = self.T + self.bos, self.R
+        if self.lin:
+            A_t = self.w("A").transpose(1, 2)
+            A_t = torch.softmax(A_t, 1) if self.sftm else A_t
+            M_t = torch.nn.functional.pad(A_t, (0, 0, 0, 1)) + self.eye_ones  # [R, L+1, L] (as `mixing_t`)
+            M_t = M_t if o is None else M_t.index_select(0, o)
+            tok = torch.cat([tokens, torch.full_like(tokens[:, :, :1], Tp)], 2)  # [S, B, L+1]
+            onehot = (tok[:, None] == self.types[None, :, None, None]).to(dtype)  # [S, T'+1, B, L+1]
+            per = onehot.view(S, (Tp + 1) * B, L + 1).index_select(0, sidx)  # [R, (T'+1)·B, L+1]
+            W = torch.bmm(M_t.transpose(1, 2), per.transpose(1, 2))  # [R, L, (T'+1)·B]
+            W = W.view(R, L, Tp + 1, B).permute(0, 2, 3, 1).reshape(R, Tp + 1, B * L)
+            y = hist_torch(tokens.reshape(S * B, L)).view(S, B * L).index_select(0, sidx)  # [R, N]
+            loss = self._readout_loss(W, y, torch.full(y.shape, 1 / (B * L), dtype=dtype, device=dev))
+        else:
+            # per stream, then one gather to the replicas: [one-hot query (bias row 1), counts n_t',
+            # weighted one-hot label n / (B·L) [c = n], weight n / (B·L)], columns padded to Nmax
+            counts = self._counts(self._with_bos(tokens.reshape(S * B, L)))  # [T'+1, S·B]
+            sb, q = counts[:self.T].t().nonzero(as_tuple=True)  # the pairs, row-major: stream by stream
+            s = torch.div(sb, B, rounding_mode="floor")
+            n_s = torch.bincount(s, minlength=S)
+            Nmax = int(n_s.max())
+            col = s * Nmax + torch.arange(len(s), device=dev) - (torch.cumsum(n_s, 0) - n_s).index_select(0, s)
+            K, C1 = Tp + 1, self.L + 1
+            D = torch.zeros(2 * K + C1 + 1, S * Nmax, dtype=dtype, device=dev)
+            D[0] = 1  # padding columns: query token 0 ...
+            D[K] = 1  # ... that occurs once; label row and weight 0
+            cnt = counts.index_select(1, sb)  # [T'+1, n]
+            n = cnt.gather(0, q[None]).squeeze(0)
+            w = n / (B * L)
+            q1 = (q[None] == self.types[:, None]).to(dtype)
+            q1[Tp] = 1
+            lab = (n.long()[None] == torch.arange(C1, device=dev)[:, None]) * w
+            D.index_copy_(1, col, torch.cat([q1, cnt, lab, w[None]]))
+            D = D.view(-1, S, Nmax).transpose(0, 1)  # [S, 2K + C + 1, Nmax]
+            onehot, C, labels, weights = (D[:, i:j].index_select(0, sidx)  # each [R, ·, Nmax], contiguous
+                                          for i, j in ((0, K), (K, 2 * K), (2 * K, 2 * K + C1), (-1, None)))
+            weights = weights.squeeze(1)
+            W = self._score_mixing(None, C, o, onehot=onehot)
+            loss = _HiddenReadoutLoss.apply(W, self.groups, labels, weights, *self._grouped_weights())
         return loss.index_select(0, self.unorder) if self.sorted else loss
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -9,8 +9,12 @@ and `min_params_reaching` reduce the rows.
 
 Models are grouped into tensor programs by MLP width: padding every replica to the largest p of
 its program costs R · p_max, so widths are bucketed by ⌈log₄ p⌉ (p ≤ 4, 5-16, 17-64, 65-256).
-All replicas of one program see the same mini-batches (a deviation from independent runs that
-leaves each replica's training its own: the gradient of replica r depends on replica r only).
+With `joint` (CI scale) all models of a variant train as one program. With streams="per-seed"
+each seed trains on its own data stream (the stream its independent run would draw: the paper
+draws fresh data per run), the replicas of one seed sharing it as in one independent program;
+streams="shared" (the default, the earlier CI shortcut) gives every seed one stream, so the seeds
+differ in their initialisation only. Per-seed streams cost 10-30 % more CPU at CI scale (the
+data factors of the mixing are per replica, R-fold), so a chapter opts in.
 
 Long programs (paper scale: 156,500 steps) save a checkpoint (weights, Adam moments, step) every
 `checkpoint_every` steps through core (`core.checkpoint.program_checkpoint`, in
@@ -52,8 +56,8 @@ TRAINING_PARAMS = (
     Param("checkpoint_every", "int", "steps between checkpoints of a program; 0 = none", min=0, max=10_000_000),
     Param("time_limit", "float", "minutes after which the sweep stops at a checkpoint (0 = no limit)", min=0.0,
           max=10_000.0),
-    Param("joint", "bool", "train all models of a variant as one program on one data stream (seeds differ in "
-          "initialisation only; cheap at CI scale) instead of the paper's independent runs"),
+    Param("joint", "bool", "train all models of a variant as one program (cheap at CI scale; the chapter says "
+          "whether its seeds share one data stream there) instead of the paper's independent runs"),
 )
 
 # The `full` presets: the paper's protocol as independent runs, checkpointed every 20,000 steps and
@@ -112,7 +116,9 @@ def _freeze_embeddings(model: ReplicaCounting) -> None:
 
 
 def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol, keys: list[dict], data_seed: int,
-                   cfg: dict) -> list[dict]:
+                   cfg: dict, stream_seeds: list[int] | None = None, stream_of: list[int] | None = None) -> list[dict]:
+    """Train one program; with stream_seeds, replica r trains on the data stream seeded
+    stream_seeds[stream_of[r]] (each a `counting_batches` stream; `data_seed` is then unused)."""
     checkpoint = program_checkpoint(ctx, keys)  # past the time limit: stop here, before the program
     T, L = configs[0].T, configs[0].L
     d, p = max(c.d for c in configs), max(c.p for c in configs)  # every replica is padded to these
@@ -121,6 +127,10 @@ def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol,
                    f"a program of {len(configs)} models (d={d}, p={p})",
                    {"T": T, "L": L, "batch_size": proto.batch_size, "eval_n": proto.eval_n}, device=ctx.device)
     model = ReplicaCounting(configs, device=ctx.device)
+    if stream_seeds is not None and len(stream_seeds) == 1:
+        data_seed, stream_seeds = stream_seeds[0], None  # one stream: the plain [B, L] batches
+    if stream_seeds is not None:
+        model.set_streams(stream_of)
     if proto.frozen_embeddings:
         _freeze_embeddings(model)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -137,8 +147,13 @@ def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol,
     final = None
     while done < proto.steps:
         n = min(every, proto.steps - done)
-        batches = counting_batches(T, L, proto.batch_size, seed=data_seed, sampler=proto.sampler, device=ctx.device,
-                                   start=done)
+        if stream_seeds is None:
+            batches = counting_batches(T, L, proto.batch_size, seed=data_seed, sampler=proto.sampler, device=ctx.device,
+                                       start=done)
+        else:  # [S, B, L]: one batch per stream
+            batches = map(lambda bs: torch.stack(bs), zip(*[
+                counting_batches(T, L, proto.batch_size, seed=s, sampler=proto.sampler, device=ctx.device, start=done)
+                for s in stream_seeds]))
         log = train_counting(model, batches, n, lr, eval_set=ev, eval_every=proto.eval_every or None, opt=opt,
                              start=done, progress=ctx.progress, desc=f"{configs[0].variant}: {len(configs)} models")
         done += n
@@ -167,14 +182,17 @@ def _train_program(ctx: Context, configs: list[CountingConfig], proto: Protocol,
 
 
 def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, int]], seeds: list[int],
-              proto: Protocol, data_seed: int = 0, joint: bool = False) -> list[dict]:
+              proto: Protocol, data_seed: int = 0, joint: bool = False, streams: str = "shared") -> list[dict]:
     """Train (or load) every model (variant, T, L, d, p, seed) for (d, p) in dp and seed in seeds.
 
     joint=False (the paper's independent runs): one program per (width bucket, seed), each seed
     with its own data stream. joint=True (cheap at CI scale, where a step's fixed cost dominates):
-    all models in one program and one data stream; seeds differ in the initialisation only. The
-    stored key records the mode ("joint": data_seed), so the two never mix; a model's training
-    does not depend on the other models of its program (tested), so any subset reuses it.
+    all models in one program; with streams="per-seed" each seed trains on the data stream its
+    independent run draws (per-replica batches, `ReplicaCounting.set_streams`), with
+    streams="shared" every model on one stream (seeds differ in the initialisation only). The
+    stored key records the mode ("joint": data_seed, plus "streams": "per-seed"), so they never
+    mix; a model's training does not depend on the other models of its program (tested), so any
+    subset reuses it.
 
     Returns one row per model: d, p, seed, final_accuracy, best_accuracy (max over the evals
     every `eval_every` steps and the final one; Fig. 10), n_params, eval_curve, loss_curve and,
@@ -184,7 +202,10 @@ def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, in
     # the data stream is in the key: "joint": data_seed for one shared stream; for independent runs a
     # nonzero data_seed (a reseeded CI run) adds "data_seed", so the keys of data_seed 0 (every stored
     # paper-scale run) are unchanged
-    key_of = ((lambda c: {**_key(c, proto), "joint": data_seed}) if joint else
+    if streams not in ("per-seed", "shared"):
+        raise ValueError(f"run_sweep: streams={streams!r}; choose 'per-seed' or 'shared'")
+    joint_key = {"joint": data_seed, **({"streams": streams} if streams != "shared" else {})}
+    key_of = ((lambda c: {**_key(c, proto), **joint_key}) if joint else
               (lambda c: {**_key(c, proto), **({"data_seed": data_seed} if data_seed else {})}))
     keys = [key_of(c) for c in configs]
 
@@ -202,8 +223,14 @@ def run_sweep(ctx: Context, variant: str, T: int, L: int, dp: list[tuple[int, in
     def train(group: list[int]):
         """Train one program (the models `group`); yield each row as the program ends."""
         seed = configs[group[0]].seed
+        stream_seeds = stream_of = None
+        if joint and streams == "per-seed":  # each seed the stream of its independent run (below)
+            seeds_in = sorted({configs[i].seed for i in group})
+            stream_seeds = [derive_seed({"data": data_seed}, s) for s in seeds_in]
+            stream_of = [seeds_in.index(configs[i].seed) for i in group]
         stream = derive_seed({"data": data_seed, "joint": True}, 0) if joint else derive_seed({"data": data_seed}, seed)
-        rows = _train_program(ctx, [configs[i] for i in group], proto, [keys[i] for i in group], stream, cfg)
+        rows = _train_program(ctx, [configs[i] for i in group], proto, [keys[i] for i in group], stream, cfg,
+                              stream_seeds, stream_of)
         for i, row in zip(group, rows):
             yield i, row, row["seconds"]
 
@@ -227,12 +254,12 @@ def seed_param(paper_runs: str = "paper: 5 runs") -> Param:
                  min=0, max=2**31 - 1)
 
 
-DATA_SEED = Param("data_seed", "int", "seed of the training data stream(s) (with joint: the one stream every seed shares)",
+DATA_SEED = Param("data_seed", "int", "seed of the training data stream(s) (see the chapter for whether its seeds share one)",
                   min=0, max=2**31 - 1)
 
 
 def sweep_grid(ctx: Context, variants, T: int, L: int, d_list: list[int], p_list: list[int],
-               seeds: list[int], data_seed: int = 0) -> dict:
+               seeds: list[int], data_seed: int = 0, streams: str = "shared") -> dict:
     """Train (or load) the (d, p, seed) grid of every variant at (T, L) with the protocol of
     ctx.config (Figs. 1, 2, 10-14). Returns T, L, d_list, p_list, seeds, majority (2/L), rows
     {variant: [{d, p, seed, final_accuracy, best_accuracy, n_params}]} (no curves) and bounds
@@ -241,7 +268,8 @@ def sweep_grid(ctx: Context, variants, T: int, L: int, d_list: list[int], p_list
     dp = [(d, p) for d in d_list for p in p_list]
     rows = {}
     for v in variants:
-        got = run_sweep(ctx, v, T, L, dp, seeds, proto, data_seed=data_seed, joint=ctx.config.get("joint", False))
+        got = run_sweep(ctx, v, T, L, dp, seeds, proto, data_seed=data_seed, joint=ctx.config.get("joint", False),
+                        streams=streams)
         rows[v] = [{k: r[k] for k in ("d", "p", "seed", "final_accuracy", "best_accuracy", "n_params")} for r in got]
     return {"T": T, "L": L, "d_list": list(d_list), "p_list": list(p_list), "seeds": list(seeds),
             "majority": 2 / L, "rows": rows,

@@ -88,6 +88,19 @@ def test_joint_program_replicas_are_independent_and_stored(tmp_path):
     assert other[0]["loss_curve"] != rows[3]["loss_curve"]  # another data stream is another key
 
 
+def test_joint_program_gives_each_seed_the_data_stream_of_its_independent_run(tmp_path):
+    proto = Protocol(steps=20, batch_size=16, lr=1e-2, lr_end=1e-3, eval_n=200)
+    joint = run_sweep(ctx(tmp_path / "a"), "dot+sftm", T, L, [(3, 2), (5, 4)], [0, 1, 2], proto, joint=True,
+                      streams="per-seed")
+    alone = run_sweep(ctx(tmp_path / "b"), "dot+sftm", T, L, [(3, 2), (5, 4)], [0, 1, 2], proto, joint=False)
+    for a, b in zip(joint, alone):
+        np.testing.assert_allclose(a["loss_curve"], b["loss_curve"], rtol=1e-4, atol=1e-5)
+    shared = run_sweep(ctx(tmp_path / "c"), "dot+sftm", T, L, [(3, 2)], [0, 1], proto, joint=True, streams="shared")
+    assert shared[1]["loss_curve"] != joint[1]["loss_curve"]  # the old shortcut: one stream for every seed
+    with pytest.raises(ValueError, match="streams"):
+        run_sweep(ctx(tmp_path / "c"), "dot", T, L, [(3, 2)], [0], proto, joint=True, streams="one")
+
+
 def test_grids_reduce_over_seeds_and_mark_stars_and_dots():
     rows = [{"d": d, "p": p, "seed": s, "final_accuracy": a, "best_accuracy": b}
             for d, p, s, a, b in [(1, 1, 0, 0.2, 0.3), (1, 1, 1, 0.4, 0.5), (2, 1, 0, 0.99, 1.0), (2, 1, 1, 0.97, 0.98),
