@@ -97,8 +97,8 @@ def train_seed(m: int, d: int, specs: list[tuple[int, int]], seed: int, *, steps
         def loss_at(s):
             return models.rgr_loss(model(Xtr[s:s + 1]), ytr[s:s + 1], alpha)
     log = train_program([model.W_Q, model.W_K, model.tau], loss_at, steps, lr,
-              validate=lambda: models.micro_f1(model, Xval, yval), rule=Threshold(stop_f1, patience),
-              check_every=check_every, progress=progress, checkpoint=checkpoint)
+                        validate=lambda: models.micro_f1(model, Xval, yval), rule=Threshold(stop_f1, patience),
+                        check_every=check_every, progress=progress, checkpoint=checkpoint)
     f1 = models.micro_f1(model, emb(data["test"]), labels(data["test"]))
     R = len(specs)
     return [{"h": h, "D_K": D_K, "seed": seed, "f1": float(f1[r]), "tau": float(model.tau[r, 0].detach()),
@@ -150,8 +150,8 @@ def train_runs(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: f
     else:
         raise ValueError(f"kind {kind!r}: choose 'softmax' or 'max'")
     log = train_program(params, lambda s: models.rgr_loss(margin(Xtr[:, s:s + 1]), ytr[:, s:s + 1], alpha), steps, lr,
-              validate=lambda: dense_graphs.micro_f1(margin, Xva, yva), rule=Threshold(stop_f1, patience),
-              check_every=check_every, progress=progress, checkpoint=checkpoint)
+                        validate=lambda: dense_graphs.micro_f1(margin, Xva, yva), rule=Threshold(stop_f1, patience),
+                        check_every=check_every, progress=progress, checkpoint=checkpoint)
     f1 = dense_graphs.micro_f1(model, *stacked("test"))
     back = list(range(len(runs))) if order is None else model.back.tolist()
     taus = tau().detach()

@@ -125,9 +125,10 @@ def train_runs(runs: list[dict], *, steps: int, lr: float, d_msg: int = 16, ell:
         return err.double() / ok.sum(dim=(1, 2)).clamp(min=1)
 
     log = train_program([model.W_Q, model.W_K],
-              lambda s: mse(model(tr[0][:, s:s + 1], tr[1][:, s:s + 1]), tr[2][:, s:s + 1], tr[3][:, s:s + 1]),
-              steps, lr, validate=lambda: evaluate(va), rule=Plateau(patience), check_every=check_every,
-              progress=progress, checkpoint=checkpoint)
+                        lambda s: mse(model(tr[0][:, s:s + 1], tr[1][:, s:s + 1]), tr[2][:, s:s + 1],
+                                      tr[3][:, s:s + 1]),
+                        steps, lr, validate=lambda: evaluate(va), rule=Plateau(patience), check_every=check_every,
+                        progress=progress, checkpoint=checkpoint)
     test = evaluate(stacked("test"))
     return [{**{k: r[k] for k in ("m", "d", "h", "D_K", "seed")}, "mse": float(test[i]), "steps": log.steps[i],
              "stopped": log.stopped[i], "seconds": log.seconds / len(runs)} for i, r in enumerate(runs)]
