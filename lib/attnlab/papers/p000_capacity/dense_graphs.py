@@ -166,7 +166,8 @@ def train_runs(runs: list[dict], *, steps: int, lr: float, ell: int = 16, rho: f
     order = model.order
     Xtr_g, ytr_g, Xva_g, yva_g = Xtr[order], ytr[order], Xva[order], yva[order]  # group order, for training
     log = train_program(model.param_groups,
-                        lambda s: balanced_loss(model.grouped(Xtr_g[:, s:s + 1]), ytr_g[:, s:s + 1], alpha), steps, lr, validate=lambda: micro_f1(model.grouped, Xva_g, yva_g),
+                        lambda s: balanced_loss(model.grouped(Xtr_g[:, s:s + 1]), ytr_g[:, s:s + 1], alpha), steps, lr,
+                        validate=lambda: micro_f1(model.grouped, Xva_g, yva_g),
                         rule=Threshold(stop_f1, patience), check_every=check_every, progress=progress,
                         checkpoint=checkpoint)
     f1 = micro_f1(model, *stacked("test"))
