@@ -3,7 +3,8 @@ sweep is one replica of one tensor program; each finished replica is one stored 
 
 Loss: mean squared error over positions and coordinates, per replica; the replicas' losses are
 summed for the backward pass, so each replica's gradient is exactly its own. Optimiser: Adam
-(core.train.MaskedAdam) with a per-replica learning rate and a cosine schedule.
+with a per-replica learning rate and a cosine schedule (core.schedules.warmup_cosine), trained by
+core.train.train_program.
 
 A program can be checkpointed (`core.checkpoint.Checkpoint`, from `program_checkpoint(ctx, keys)`):
 its state is saved as the checkpoint says (every `checkpoint_every` steps, or at the run's time
@@ -12,7 +13,6 @@ limit, which then raises `Incomplete`), and the same call resumes it bit for bit
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict
 from typing import Iterator
@@ -20,17 +20,11 @@ from typing import Iterator
 import torch
 
 from attnlab.core.checkpoint import Checkpoint
-from attnlab.core.progress import tqdm
-from attnlab.core.train import MaskedAdam
+from attnlab.core.schedules import cosine_factor as cosine  # noqa: F401 (bench.py, sweeps_test.py read it here)
+from attnlab.core.schedules import warmup_cosine
+from attnlab.core.train import train_program
 from attnlab.papers.p003_allocation import tasks as T
 from attnlab.papers.p003_allocation.models import EncoderConfig, ReplicaEncoder
-
-
-def cosine(step: int, steps: int, warmup: int = 0) -> float:
-    """Learning-rate factor: linear warm-up, then cosine decay to 0."""
-    if step < warmup:
-        return (step + 1) / warmup
-    return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
 
 
 def unit_key(task: T.ConvTask, cfg: EncoderConfig, lr: float, steps: int, batch: int, n_eval: int) -> dict:
@@ -50,46 +44,32 @@ def train(task: T.ConvTask, configs: list[EncoderConfig], lrs: list[float], step
     after the save. The resumed program ends bit for bit as an uninterrupted one."""
     start = time.perf_counter()
     model = ReplicaEncoder(configs, task.L, dtype=dtype, device=device)
-    params = list(model.parameters())
-    opt = MaskedAdam(params)
     R = len(configs)
-    active = torch.ones(R, dtype=torch.bool, device=device)
     base = torch.tensor(lrs, dtype=dtype, device=device)
     seeds = sorted({c.seed for c in configs})
     streams = {s: T.batches(task, batch, s, dtype) for s in seeds}
     pick = torch.tensor([seeds.index(c.seed) for c in configs], device=device)
-    curve, first, before = [], 0, 0.0
-    if checkpoint is not None:
-        state = checkpoint.load(device)
-        if state is not None:
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["opt"])
-            curve, first, before = state["curve"], state["step"], state["seconds"]
-            for _ in range(first):
+    curve: list = []
+    started: list = []
+
+    def loss_fn(step):
+        if not started:  # after a resume: each seed's stream fast-forwarded past the batches used
+            started.append(True)
+            for _ in range(step):
                 for s in seeds:
                     next(streams[s])
-    loss = torch.zeros(R)
-    bar = tqdm(range(first, steps), desc="train", disable=not progress, mininterval=5.0, leave=False, initial=first,
-               total=steps)
-    for step in bar:
         data = [next(streams[s]) for s in seeds]
         x = torch.stack([d[0] for d in data]).to(device).index_select(0, pick)
         y = torch.stack([d[1] for d in data]).to(device).index_select(0, pick)
-        out = model(x)
-        loss = ((out - y) ** 2).mean(dim=(1, 2, 3))
+        loss = ((model(x) - y) ** 2).mean(dim=(1, 2, 3))
         if step % curve_every == 0 or step == steps - 1:
             curve.append([step, *loss.detach().cpu().tolist()])
-        for p in params:
-            p.grad = None
-        loss.sum().backward()
-        opt.step(base * cosine(step, steps), active)
-        if checkpoint is not None and step + 1 < steps and checkpoint.due(step + 1):
-            checkpoint.save({"model": model.state_dict(), "opt": opt.state_dict(), "curve": curve, "step": step + 1,
-                             "seconds": before + time.perf_counter() - start})
-            if checkpoint.deadline.passed():
-                bar.close()
-                checkpoint.stop_if_late(step + 1, steps, f"{R} replicas")
-    bar.close()
+        return loss
+
+    setup = time.perf_counter() - start
+    log = train_program(list(model.parameters()), loss_fn, steps, warmup_cosine(base, steps), checkpoint=checkpoint,
+                        extra={"curve": curve}, progress=True if progress else None, desc="train")
+    start = time.perf_counter()
     xe, ye = T.eval_set(task, n_eval, dtype)
     with torch.no_grad():
         mse = torch.zeros(R, dtype=torch.float64)
@@ -98,7 +78,7 @@ def train(task: T.ConvTask, configs: list[EncoderConfig], lrs: list[float], step
             out = model(xb)
             mse += ((out - ye[i:i + 256].to(device)) ** 2).sum(dim=(1, 2, 3)).double().cpu()
         mse /= n_eval * task.L * task.d
-    seconds = (before + time.perf_counter() - start) / R
+    seconds = (setup + log.seconds + time.perf_counter() - start) / R  # setup, training (all calls), evaluation
     for r in range(R):
-        yield r, {"eval_mse": float(mse[r]), "final_loss": float(loss[r].detach()),
+        yield r, {"eval_mse": float(mse[r]), "final_loss": log.final_loss[r],
                   "curve": [[int(c[0]), float(c[1 + r])] for c in curve]}, seconds
