@@ -175,13 +175,16 @@ class MixedTransformer(Transformer):
     layers, attention and initialisation are the numeric model's."""
 
     def _embed(self, x: torch.Tensor) -> torch.Tensor:
-        B = x.shape[0]
-        v = torch.cat([x.to(self.dtype), torch.zeros(B, 1, x.shape[2], dtype=self.dtype, device=x.device)], dim=1)
+        """x [B, NODES, F] (one batch for every replica) or [R, B, NODES, F] (one per replica) → the same with
+        the scratchpad node appended (and P concatenated for the standard kind)."""
+        pad = torch.zeros(x.shape[:-2] + (1, x.shape[-1]), dtype=self.dtype, device=x.device)
+        v = torch.cat([x.to(self.dtype), pad], dim=-2)
         if self.kind == "standard":
-            v = torch.cat([v, self.P.expand(B, -1, -1)], dim=-1)
+            v = torch.cat([v, self.P.expand(v.shape[:-1] + self.P.shape[-1:])], dim=-1)
         return v
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """The answer node's output [R, B] for x [B, NODES, F] or [R, B, NODES, F]."""
         return self.forward(x)[:, :, -1]
 
 
@@ -204,7 +207,7 @@ def test_set(variant: str, samples: int, c: float) -> Prompts:
 
 
 def metrics(pred: torch.Tensor, y: torch.Tensor) -> dict:
-    """Per replica: MSE and MAPE (mean |pred − y| / max(|y|, 1e-3)), pred [R, N], y [N]."""
+    """Per replica: MSE and MAPE (mean |pred − y| / max(|y|, 1e-3)), pred [R, N], y [N] or [R, N]."""
     err = pred.double() - y.double()
     return {"mse": (err ** 2).mean(1).tolist(),
             "mape": (err.abs() / y.double().abs().clamp(min=1e-3)).mean(1).tolist()}
@@ -212,45 +215,65 @@ def metrics(pred: torch.Tensor, y: torch.Tensor) -> dict:
 
 @torch.no_grad()
 def predict(model: MixedTransformer, x: np.ndarray, batch: int = 1000) -> torch.Tensor:
+    """[R, N] answers for prompts x [N, NODES, F] (every replica) or [R, N, NODES, F] (replica r on x[r])."""
     dev = next(model.parameters()).device
-    out = [model.predict(torch.as_tensor(x[i:i + batch], device=dev)) for i in range(0, len(x), batch)]
+    N = x.shape[-3]
+    out = [model.predict(torch.as_tensor(x[..., i:i + batch, :, :], device=dev)) for i in range(0, N, batch)]
     return torch.cat(out, dim=1).cpu()
+
+
+def _batch_seed(variant: str, samples: int, data: int) -> int:
+    return data_seed("batches" if not data else f"batches-{data}", variant, 1.0, samples)
 
 
 def train_program(kind: str, variant: str, samples: int, seeds: list[int], proto: dict, device="cpu", *,
                   checkpoint: str | None = None, deadline: float | None = None, progress: bool = True,
-                  data: int = 0) -> list[dict]:
-    """Train one model per seed (replicas of one program sharing the training set and the batches of
-    data stream `data` (0: trial 0's); seeds differ in the initialisation) on `samples` prompts of `variant`, with
-    Adam, learning rate `lr` decayed by a cosine to lr/10 over `steps` steps of `batch` prompts (MSE
-    on the answer). proto: embed, hidden, layers, heads, steps, batch, lr, scales, test_samples.
-    Returns per seed: train MSE/MAPE (on ≤ test_samples training prompts), per scale c test MSE/MAPE,
-    the loss curve, seconds."""
+                  data: int | list[int] = 0) -> list[dict]:
+    """Train one model per seed (replicas of one program; seeds differ in the initialisation) on `samples`
+    prompts of `variant`, with Adam, learning rate `lr` decayed by a cosine to lr/10 over `steps` steps of
+    `batch` prompts (MSE on the answer). `data` an int: every replica on the training set and batches of data
+    stream `data` (0: trial 0's); a list (one per seed): replica r on its own stream data[r] (its training
+    prompts and batch order, exactly those of a program trained on data[r] alone). The test prompts are the
+    fixed ones of `test_set` (the same for every run). proto: embed, hidden, layers, heads, steps, batch, lr,
+    scales, test_samples. Returns per seed: train MSE/MAPE (on ≤ test_samples of its training prompts), per
+    scale c test MSE/MAPE, the loss curve, seconds."""
     import math
 
     from .programs import ReplicaAdamW, run_program
 
+    per = not isinstance(data, (int, np.integer))
+    if per and len(data) != len(seeds):
+        raise ValueError(f"{len(data)} data streams for {len(seeds)} seeds: give one stream or one per seed")
     cfg = MixedConfig(kind=kind, embed=proto["embed"], hidden=proto["hidden"], layers=proto["layers"],
                       heads=proto["heads"])
     model = MixedTransformer([cfg] * len(seeds), list(seeds), device=device)
-    tr = training_set(variant, samples, data)
-    X = torch.as_tensor(tr.features, device=device)
-    Y = torch.as_tensor(tr.targets, device=device)
+    streams = [int(d) for d in data] if per else [int(data)]
+    sets = {d: training_set(variant, samples, d) for d in dict.fromkeys(streams)}
+    feats = np.stack([sets[d].features for d in streams])  # [S, N, NODES, F] (S = 1: shared)
+    targs = np.stack([sets[d].targets for d in streams])
+    X = torch.as_tensor(feats if per else feats[0], device=device)
+    Y = torch.as_tensor(targs if per else targs[0], device=device)
     B, steps, lr0 = proto["batch"], proto["steps"], proto["lr"]
+    rows = torch.arange(len(seeds), device=device)[:, None]
 
     def loss_fn(g):
+        if per:  # each replica its own batch, drawn with its own generator: [R, B]
+            idx = torch.stack([torch.randint(0, samples, (min(B, samples),), generator=gi) for gi in g]).to(device)
+            return ((model.predict(X[rows, idx]) - Y[rows, idx]) ** 2).mean(1)
         idx = torch.randint(0, samples, (min(B, samples),), generator=g).to(device)
         return ((model.predict(X[idx]) - Y[idx]) ** 2).mean(1)
 
     opt = ReplicaAdamW(list(model.named_parameters()), set())
     lr = lambda s: lr0 * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * s / max(1, steps))))  # noqa: E731
-    gen = torch.Generator().manual_seed(data_seed("batches" if not data else f"batches-{data}", variant, 1.0,
-                                                  samples))
-    log = run_program(model, opt, loss_fn, steps, lr, gen, checkpoint=checkpoint,
+    gens = [torch.Generator().manual_seed(_batch_seed(variant, samples, d)) for d in streams]
+    log = run_program(model, opt, loss_fn, steps, lr, gens if per else gens[0], checkpoint=checkpoint,
                       checkpoint_every=proto.get("checkpoint_every", 0), deadline=deadline, progress=progress,
                       desc=f"{kind} {variant}: {len(seeds)} models", curve_every=max(1, steps // 30))
     n = min(samples, proto["test_samples"])
-    train = metrics(predict(model, tr.features[:n]), torch.as_tensor(tr.targets[:n]))
+    if per:
+        train = metrics(predict(model, feats[:, :n]), torch.as_tensor(targs[:, :n]))
+    else:
+        train = metrics(predict(model, feats[0, :n]), torch.as_tensor(targs[0, :n]))
     tests = {}
     for c in proto["scales"]:
         ts = test_set(variant, proto["test_samples"], c)

@@ -59,3 +59,21 @@ def test_training_reduces_the_loss_and_tests_every_scale():
     for r in rows:
         assert r["curve"][-1][1] < r["curve"][0][1]
     assert M.baseline_mse("min", 200, 1.0) > M.heuristic_mse("min", 200, 1.0)
+
+
+def test_per_seed_data_streams_train_each_replica_as_alone():
+    """data = one stream per seed: replica r trains exactly as a program on stream data[r] alone (its training
+    prompts and batches), so seeds are independent runs; a shared stream differs from per-seed streams."""
+    proto = dict(embed=8, hidden=8, layers=2, heads=2, steps=12, batch=16, lr=5e-3, scales=[1, 3], test_samples=40)
+    for kind in ("positional", "standard"):
+        both = M.train_program(kind, "sum", 120, [0, 1], proto, progress=False, data=[0, 1])
+        for r in range(2):
+            alone = M.train_program(kind, "sum", 120, [r], proto, progress=False, data=r)[0]
+            assert np.isclose(both[r]["train_mse"], alone["train_mse"], rtol=1e-4)
+            for c in ("1", "3"):
+                assert np.isclose(both[r]["test_mse"][c], alone["test_mse"][c], rtol=1e-4)
+        shared = M.train_program(kind, "sum", 120, [0, 1], proto, progress=False, data=0)
+        assert np.isclose(shared[0]["test_mse"]["1"], both[0]["test_mse"]["1"], rtol=1e-4)
+        assert not np.isclose(shared[1]["test_mse"]["1"], both[1]["test_mse"]["1"], rtol=1e-4)
+    with pytest.raises(ValueError, match="one per seed"):
+        M.train_program("positional", "sum", 120, [0, 1], proto, progress=False, data=[0])

@@ -44,7 +44,7 @@ PARAMS = (
 )
 PRESETS = {
     # calibrated (see the chapter): E = hidden = 16, batch 32, 150 steps at 5e-3 on 4,000 prompts; three seeds
-    # as replicas of each program (they share the training prompts and batches). Three replicas at 150 steps
+    # as replicas of each program, each on its own training prompts and batches (its seed's). Three replicas at 150 steps
     # cost 1.2x one (measured: 17.9 s of compute against 14.8 s for the whole former chapter), so 110 steps
     # and 400 test prompts per scale
     "ci": dict(variant_min=True, variant_sum=True, variant_multitask=False, samples_list=[4000], fig6_samples=4000,
@@ -119,9 +119,13 @@ def compute(ctx: Context) -> dict:
     runs = [{"kind": k, "variant": v, "samples": n, "seed": s} for v in variants for n in sizes for k in KINDS
             for s in S.seed_list(cfg)]
     proto_keys = ("scales", "embed", "hidden", "layers", "batch", "lr", "test_samples")
-    data = cfg["seed"]  # the training prompts and batches move with the first seed (0: the book's, keys unchanged)
+    # below paper scale every seed its own data stream (training prompts and batches: its seed's, as the paper's
+    # independent runs), its seeds still replicas of one program; the full preset keeps its stored runs' shared
+    # stream (that of the first seed: 0 for the book, keys unchanged)
+    per_seed = cfg.get("scale") != "full"
+    data = cfg["seed"]
     keys = [{"what": "mixed-run", **r, "steps": steps_of(cfg, r["samples"]), **{k: cfg[k] for k in proto_keys},
-             **({"data": data} if data else {})} for r in runs]
+             **({"data": "per seed"} if per_seed else {"data": data} if data else {})} for r in runs]
     limit = cfg["time_limit"]
     deadline = time.time() + 60 * limit if limit else None
 
@@ -138,7 +142,8 @@ def compute(ctx: Context) -> dict:
         proto.update(heads=2, steps=steps_of(cfg, r0["samples"]), checkpoint_every=cfg["checkpoint_every"])
         ck = str(ctx.store.dir / "checkpoints" / (stable_hash([keys[i] for i in group]) + ".pt"))
         rows = mixed.train_program(r0["kind"], r0["variant"], r0["samples"], [runs[i]["seed"] for i in group], proto,
-                                   ctx.device, checkpoint=ck, deadline=deadline, progress=ctx.progress, data=data)
+                                   ctx.device, checkpoint=ck, deadline=deadline, progress=ctx.progress,
+                                   data=[runs[i]["seed"] for i in group] if per_seed else data)
         for i, row in zip(group, rows):
             yield i, row, row["seconds"]
 
@@ -204,14 +209,11 @@ def claims(result: dict, full: dict | None = None) -> ClaimsTable:
         reads_query = None
         if 1 in cfg["scales"]:
             fit = np.max([mse[k][1] / base["1"]["constant"] for k in KINDS], axis=0)
-            t.consistency(f"{v}-1", f"{v}: both models learned beyond the constant predictor in distribution (per seed, "
-                          "the larger ID MSE / the training-mean predictor's)", expected="< 0.3", ours=seed_summary(fit),
-                          holds=bool((fit < 0.3).all()), tolerance="< 0.3 in every seed", asserted=True)
+            _seed_check(t, f"{v}-1", f"{v}: both models learned beyond the constant predictor in distribution (per "
+                        "seed, the larger ID MSE / the training-mean predictor's)", "< 0.3", fit, fit < 0.3)
             id_ratio = mse["standard"][1] / mse["positional"][1]
-            t.consistency(f"{v}-2", f"{v}: comparable in distribution (per seed, ID MSE standard / positional)",
-                          expected="1/3 – 3", ours=seed_summary(id_ratio),
-                          holds=bool(((1 / 3 <= id_ratio) & (id_ratio <= 3)).all()), tolerance="1/3 – 3 in every seed",
-                          asserted=True)
+            _seed_check(t, f"{v}-2", f"{v}: comparable in distribution (per seed, ID MSE standard / positional)",
+                        "1/3 – 3", id_ratio, (1 / 3 <= id_ratio) & (id_ratio <= 3))
             nq = base["1"]["no_query"]
             worst = np.max([mse[k][1] for k in KINDS], axis=0)  # per seed, the worse of the two models
             reads_query = bool((worst < nq).all())
@@ -239,6 +241,20 @@ def claims(result: dict, full: dict | None = None) -> ClaimsTable:
             t.inconclusive(f"{v}-5", text5, paper="all", ours=seed_summary(below), why=why, source="text")
     _paper_scale(t, full)
     return t
+
+
+def _seed_check(t: ClaimsTable, key: str, text: str, expected: str, values: np.ndarray, ok: np.ndarray) -> None:
+    """A sanity check on trained values, judged by the seed rule: a consistency check (asserted) when it holds in
+    every seed, failing (asserted) when it fails in every seed, inconclusive when the seeds disagree (each seed
+    trains on its own data, so one seed's outlier neither passes nor fails the row)."""
+    n, k = len(ok), int(np.sum(ok))
+    every = "the seed" if n == 1 else f"each of {n} seeds"
+    if 0 < k < n:
+        t.inconclusive(key, text, paper=expected, ours=seed_summary(values),
+                       why=f"{expected} in {every}: holds in {k}, fails in {n - k} (seed-dependent at this scale)")
+    else:
+        t.consistency(key, text, expected=expected, ours=seed_summary(values), holds=k == n,
+                      tolerance=f"{expected} in {every}", asserted=True)
 
 
 def _paper_scale(t: ClaimsTable, full: dict | None) -> None:
