@@ -18,7 +18,7 @@ from attnlab.core.params import Param
 from .. import analysis as I
 from .. import paper
 from ..paper import PROBE_TOKENS  # the paper's B, C, D, E
-from ..sweeps import (ACC_ATOL, FULL_TRAINING, TRAINING_PARAMS, Protocol, seed_list, train_seeds,
+from ..sweeps import (ACC_ATOL, FULL_TRAINING, TRAINING_PARAMS, Protocol, seed_list, run_sweep,
                       weights_from_json)
 from ..tasks import sample_code
 
@@ -39,7 +39,8 @@ PARAMS = (
 )
 
 def compute_bos(ctx: Context) -> dict:
-    """Trains (or loads) bos+sftm (T, L, d, p) for each seed, weights kept (`sweeps.train_seeds`),
+    """Trains (or loads) bos+sftm (T, L, d, p) for each seed, weights kept (`sweeps.run_sweep`, as `train_seeds`;
+    at CI each seed on its own data stream),
     and analyses them in float64. The result holds config, models (per seed: accuracies, eval
     curve, mean and std BOS weight per count, monotone direction), best_seed, weights and chosen
     (the most accurate model), and that model's overlaps, example sequence and attention matrix,
@@ -47,8 +48,8 @@ def compute_bos(ctx: Context) -> dict:
     cfg = ctx.config
     T, L = cfg["T"], cfg["L"]
     proto = Protocol.from_config(cfg, keep_weights=True)
-    rows = train_seeds(ctx, VARIANT, T, L, cfg["d"], cfg["p"], seed_list(cfg), proto, batched=cfg["joint"],
-                         data_seed=cfg["data_seed"])
+    rows = run_sweep(ctx, VARIANT, T, L, [(cfg["d"], cfg["p"])], seed_list(cfg), proto, joint=cfg["joint"],
+                     data_seed=cfg["data_seed"], streams="per-seed")  # joint (CI): each seed its own data
     x = sample_code(cfg["n_analysis"], T, L, seed=cfg["data_seed"] + 1000)
     models = []
     for r in rows:
