@@ -19,7 +19,7 @@ from attnlab.core.params import Param, ParameterError
 from .. import analysis as I
 from .. import paper
 from ..paper import SIMPLEX_TOKENS  # the paper's B, C, D
-from ..sweeps import (ACC_ATOL, RATIO_RTOL, FULL_TRAINING, TRAINING_PARAMS, Protocol, seed_list, train_seeds,
+from ..sweeps import (ACC_ATOL, RATIO_RTOL, FULL_TRAINING, TRAINING_PARAMS, Protocol, seed_list, run_sweep,
                       weights_from_json)
 
 PARAMS = (
@@ -62,7 +62,8 @@ def _fig9(w, n_tokens: int) -> dict:
 
 def compute_inventory(ctx: Context) -> dict:
     """Trains (or loads) dot+sftm (dot_model) and lin+sftm (lin_model) for each seed, weights kept
-    (`sweeps.train_seeds`), and analyses the most accurate of each. The result holds config and,
+    (`sweeps.run_sweep`, as `train_seeds`; at CI each seed on its own data stream), and analyses
+    the most accurate of each. The result holds config and,
     per variant: T, d, p, best_seed, weights, models (per seed: accuracies; for lin+sftm also the
     softmax(A) statistics and Fig. 9's logits against the count), simplex (the simplex plots and
     their band purity) and the attention matrix of the example sequence (dot+sftm) or softmax(A)."""
@@ -73,8 +74,8 @@ def compute_inventory(ctx: Context) -> dict:
     out = {"config": cfg}
     for variant, name in (("dot+sftm", "dot_model"), ("lin+sftm", "lin_model")):
         T, d, p = _model(cfg, name)
-        rows = train_seeds(ctx, variant, T, L, d, p, seeds, proto, batched=cfg["joint"],
-                             data_seed=cfg["data_seed"])
+        rows = run_sweep(ctx, variant, T, L, [(d, p)], seeds, proto, joint=cfg["joint"],
+                         data_seed=cfg["data_seed"], streams="per-seed")  # joint (CI): each seed its own data
         best = I.pick_best(rows)
         w = weights_from_json(best["weights"])
         res = {"T": T, "d": d, "p": p, "best_seed": best["seed"], "weights": best["weights"],
