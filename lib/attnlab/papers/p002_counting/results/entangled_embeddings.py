@@ -88,7 +88,7 @@ def compute_entangled(ctx: Context) -> dict:
     out = {"config": cfg, "welch": {str(d): bounds.welch(T, d) for d in d_list}, "models": []}
     for variant, p in models:
         rows = run_sweep(ctx, variant, T, L, [(d, p) for d in d_list], seeds, proto, data_seed=cfg["data_seed"],
-                         joint=cfg["joint"])
+                         joint=cfg["joint"], streams="per-seed")  # joint (CI): each seed its own data
         runs, shown = [], {}
         for r in rows:
             a = _analyse(r, x, T, L)
@@ -200,7 +200,7 @@ EXPERIMENTS = [
         title="Entangled embeddings (d < T): confusion matrices and token overlaps as d shrinks",
         params=PARAMS,
         presets={"ci": dict(T=8, L=6, d_list=[2, 4, 8, 16], variant="dot", p=16, compare_variant="dot+sftm",
-                            compare_p=16, seed_list=[0, 1, 2], data_seed=0, pick="worst", steps=2500, batch_size=32, lr=1e-2,
+                            compare_p=16, seed_list=[0, 1, 2], data_seed=0, pick="worst", steps=2300, batch_size=32, lr=1e-2,
                             lr_end=1e-3, eval_n=2000, eval_every=0, checkpoint_every=0, time_limit=0.0, joint=True),
                  "full": dict(T=paper.FIG7_T, L=paper.L, d_list=paper.FIG7_D, variant="dot", p=paper.FIG7_P,
                               compare_variant="dot+sftm", compare_p=paper.FIG7_NOTEBOOK_P, seed_list=paper.SEEDS, data_seed=0,
