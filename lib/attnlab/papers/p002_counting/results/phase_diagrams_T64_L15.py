@@ -48,7 +48,8 @@ def compute_variants(ctx: Context) -> dict:
     sweeps = []
     for T, L in cfg["settings"]:
         sweeps.append(sweep_grid(ctx, variants, T, L, _grid(cfg["d_list"], T, cfg["pow2_T"]),
-                                 _grid(cfg["p_list"], T, cfg["pow2_T"]), seeds, data_seed=cfg["data_seed"]))
+                                 _grid(cfg["p_list"], T, cfg["pow2_T"]), seeds, data_seed=cfg["data_seed"],
+                                 streams="per-seed"))  # joint (CI): each seed its own data
     return {"config": cfg, "variants": variants, "sweeps": sweeps}
 
 
@@ -170,7 +171,7 @@ EXPERIMENTS = [
         presets={
             "ci": dict(settings=[[8, 6], [16, 6], [8, 8]], variants="lin,dot", d_list=[4, 8, 16],
                        p_list=[6, 8, 12, 16], pow2_T=[64], seed_list=[0, 1, 2], data_seed=0, success=0.9,
-                       steps=600, batch_size=32, lr=3e-2, lr_end=1e-3, eval_n=1000, eval_every=200,
+                       steps=500, batch_size=32, lr=3e-2, lr_end=1e-3, eval_n=500, eval_every=250,
                        checkpoint_every=0, time_limit=0.0, joint=True),
             "full": dict(settings=paper.FIG13_14_SETTINGS, variants="all", d_list=paper.GRID,
                          p_list=paper.GRID, pow2_T=paper.FIG13_POW2_T, seed_list=paper.SEEDS, data_seed=0, success=0.99,
