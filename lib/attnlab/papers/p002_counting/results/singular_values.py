@@ -51,7 +51,7 @@ def compute_svd(ctx: Context) -> dict:
     models = []
     for v in tqdm(ORDER, desc="variants", disable=not ctx.progress):
         rows = sweeps.run_sweep(ctx, v, T, cfg["L"], dp, seeds, proto, joint=cfg["joint"],
-                            data_seed=cfg["data_seed"])
+                                data_seed=cfg["data_seed"], streams="per-seed")  # joint (CI): each seed its own data
         for r in rows:
             s = spectrum(weights_from_json(r["weights"]).W1)
             models.append({"variant": v, "d": r["d"], "p": r["p"], "seed": r["seed"],
@@ -142,7 +142,7 @@ EXPERIMENTS = [
         params=PARAMS,
         presets={
             "ci": dict(T=8, L=6, dims=[16], seed_list=[0, 1, 2, 3, 4], data_seed=0, joint=True, min_accuracy=0.99,
-                       steps=800, batch_size=64, lr=3e-2, lr_end=1e-3, eval_n=3000, eval_every=0,
+                       steps=600, batch_size=64, lr=3e-2, lr_end=1e-3, eval_n=3000, eval_every=0,
                        checkpoint_every=0, time_limit=0.0),
             "full": dict(T=paper.T, L=paper.L, dims=[32, 64], seed_list=paper.SEEDS, data_seed=0, min_accuracy=0.99,
                          **sweeps.FULL_TRAINING),
