@@ -175,7 +175,9 @@ def claims_inventory(result: dict) -> ClaimsTable:
           tolerance="≥ 0.8", asserted=False, source="figure")
     t.add("4/5 bends", "the dot+sftm bands bend more than the lin+sftm ones: share above, lin+sftm minus dot+sftm "
           "(the best model of each)", paper="dot+sftm boundaries bend (softmax), lin+sftm nearly straight",
-          ours=pl - pd, holds=pl - pd > 0.03, tolerance="> 0.03", asserted=ci, source="figure")
+          ours=pl - pd, holds=pl - pd > 0.03, tolerance="> 0.03", source="figure",
+          # not asserted: with a data stream per seed it depends on the seeds (seeds 4-7, data seed 1: -0.008)
+          asserted=False)
     lm, dm = (sorted(x["models"], key=lambda m: m["seed"]) for x in (lin, dot))
     if all("purity" in m for m in lm + dm):
         t.add_seeds("4/5 bends seeds", "the same difference for the models of every seed (lin+sftm and dot+sftm of one "
