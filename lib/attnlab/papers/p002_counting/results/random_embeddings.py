@@ -51,7 +51,8 @@ def compute_random_embeddings(ctx: Context) -> dict:
         entry = {"variant": v}
         for mode, frozen in (("learned", False), ("random", True)):
             rows = run_sweep(ctx, v, T, L, dp, seeds, Protocol.from_config(cfg, frozen_embeddings=frozen),
-                             data_seed=cfg["data_seed"], joint=cfg["joint"])
+                             data_seed=cfg["data_seed"], joint=cfg["joint"],
+                             streams="per-seed")  # joint (CI): each seed its own data, as the paper's runs
             rows = [{k: r[k] for k in ("d", "p", "seed", "final_accuracy", "best_accuracy", "n_params")} for r in rows]
             entry[mode] = {"runs": rows, "mean": grid_array(rows, d_list, p_list).tolist(),
                            "best": grid_array(rows, d_list, p_list, "best_accuracy", "max").tolist()}
