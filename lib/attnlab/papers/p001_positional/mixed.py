@@ -197,8 +197,22 @@ def data_seed(what: str, variant: str, c: float, seed: int = 0) -> int:
     return derive_seed({"mixed": what, "variant": variant, "c": c}, seed)
 
 
+_SETS: dict[tuple, Prompts] = {}
+
+
 def training_set(variant: str, samples: int, seed: int = 0) -> Prompts:
-    return generate(np.random.default_rng(data_seed("train", variant, 1.0, seed)), samples, variant)
+    """The training prompts of data stream `seed` (a function of its arguments only). Sets of at most 20,000
+    prompts are kept (the CI chapter draws each seed's set once for both architectures and the baselines);
+    treat the arrays as read-only."""
+    key = (variant, int(samples), int(seed))
+    if key in _SETS:
+        return _SETS[key]
+    out = generate(np.random.default_rng(data_seed("train", variant, 1.0, seed)), samples, variant)
+    if samples <= 20_000:
+        if len(_SETS) >= 16:
+            _SETS.pop(next(iter(_SETS)))
+        _SETS[key] = out
+    return out
 
 
 def test_set(variant: str, samples: int, c: float) -> Prompts:
