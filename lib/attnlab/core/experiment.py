@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
@@ -33,6 +33,9 @@ class Experiment:
     presets: Mapping[str, Mapping[str, Any]]
     compute: Callable[["Context"], dict]
     summary: str = ""
+    # Knobs added after paper-scale runs were stored, with the value those runs had (e.g. {"seeds": 1, "seed": 0}
+    # for a chapter that trained one seed before it had a seed knob): such a run is still a run of the full preset.
+    added_since_stored: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def paper(self) -> str:
@@ -51,9 +54,11 @@ class Experiment:
         return resolve(self.params, self.presets, scale, overrides, where=self.id)
 
     def differs_from_preset(self, config: Mapping[str, Any], scale: str = "full") -> list[str]:
-        """The parameters (other than OPERATIONAL ones) whose value in `config` is not the preset's."""
+        """The parameters (other than OPERATIONAL ones) whose value in `config` is not the preset's (a knob
+        absent from `config` counts with its `added_since_stored` value)."""
         preset = self.config(scale)
-        return sorted(k for k in preset if k not in OPERATIONAL and config.get(k) != preset[k])
+        return sorted(k for k in preset if k not in OPERATIONAL
+                      and config.get(k, self.added_since_stored.get(k)) != preset[k])
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -114,3 +114,14 @@ def test_a_non_local_backend_gets_the_planned_groups_and_unplanned_batches_stay_
         assert _ctx(tmp_path / "b").units(KEYS, lambda m: ((i, i, 0.0) for i in m)) == list(range(7))
         assert rec.groups is None  # no plan: computed in this process, as before
     assert Context.default_backend == "local" and _ctx(tmp_path).backend == "local"
+
+
+def test_a_stored_run_that_predates_a_knob_counts_with_the_value_it_had():
+    from attnlab.core.params import SEEDS
+    exp = Experiment(id="test/added", label="", title="", params=(SEEDS,), presets={"full": {"seeds": 1}},
+                     compute=lambda ctx: {}, added_since_stored={"seeds": 1})
+    assert exp.differs_from_preset({"scale": "full", "device": "auto"}) == []
+    assert exp.differs_from_preset({"scale": "full", "device": "auto", "seeds": 3}) == ["seeds"]
+    older = Experiment(id="test/plain", label="", title="", params=(SEEDS,), presets={"full": {"seeds": 1}},
+                       compute=lambda ctx: {})
+    assert older.differs_from_preset({"scale": "full", "device": "auto"}) == ["seeds"]

@@ -183,6 +183,7 @@ EXPERIMENTS = (
                                   max_iter=3000, aot_d_list=[2, 4, 8, 12], aot_H=8, aot_steps=5000, aot_lr=0.02,
                                   seeds=1, seed=0, circle_N=[10, 50, 1000], n_lam=401)},
             compute=compute_props,
+            added_since_stored={"seeds": 1, "seed": 0},  # the stored full run trained one AoT seed, 0
             summary="min-KL over rank-d encoders vanishes exactly at d = N - 1; the circle encoder reaches 0 at d = 2.",
         ),
 )
