@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from attnlab.core.params import Param
+from attnlab.core.params import SEED
 
-SEED_PARAM = Param("seed", "int", "the first seed: the run trains seeds seed, seed + 1, ..., seed + seeds - 1 "
-                                  "(each its own graph, embeddings, data and initialisation)", min=0, max=1_000_000)
+SEED_PARAM = SEED.described("the first seed: the run trains seeds seed, seed + 1, ..., seed + seeds - 1 "
+                                  "(each its own graph, embeddings, data and initialisation)")
 
 
 def seed_range(cfg: dict) -> range:

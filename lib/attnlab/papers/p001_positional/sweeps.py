@@ -48,7 +48,7 @@ import torch
 from attnlab.core.checkpoint import Checkpoint, checkpoint_dir, Deadline, deadline_of
 from attnlab.core.experiment import Context, Incomplete  # noqa: F401 (raised through core; tests import it here)
 from attnlab.core.hashing import derive_seed, stable_hash
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import ParameterError, SEED
 from attnlab.core.progress import tqdm
 from attnlab.core.train import MaskedAdam
 
@@ -438,9 +438,8 @@ def data_seed(protocol: Protocol, seed: int) -> int:
 
 # ---------------------------------------------------------------------------------- seed offsets
 
-SEED_PARAM = Param("seed", "int", "first seed: the models use seeds seed, seed + 1, …, seed + seeds − 1 (and, where "
-                   "the seeds share one training set, its data seed moves with it); 0 = the book's run",
-                   min=0, max=1_000_000)
+SEED_PARAM = SEED.described("first seed: the models use seeds seed, seed + 1, …, seed + seeds − 1 (and, where "
+                   "the seeds share one training set, its data seed moves with it); 0 = the book's run")
 
 
 def seed_list(cfg: dict) -> list[int]:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from attnlab.core.claims import ClaimsTable, seed_summary
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import BATCH, LR, Param, ParameterError, SEED, SEEDS, STEPS
 
 from .models import ModelConfig
 from .sweeps import Protocol, sweep
@@ -23,16 +23,14 @@ from .tasks import TASKS
 TRAIN_PARAMS = (
     Param("n", "int", "input length (the paper: 8)", min=2, max=32),
     Param("tasks", "str", f"comma-separated tasks among {', '.join(TASKS)}", choices=TASKS, sep=","),
-    Param("seeds", "int", "models per (variant, task) (the paper: 10 runs)", min=1, max=20),
-    Param("seed", "int", "the first seed: the models are seeds seed … seed + seeds − 1 (their initialisation; at "
-          "paper scale also each run's data); 0 gives the stored runs, another value other seeds", min=0,
-          max=1_000_000),
+    SEEDS.described("models per (variant, task) (the paper: 10 runs)"),
+    SEED.described("the first seed: the models are seeds seed … seed + seeds − 1 (their initialisation; at "
+          "paper scale also each run's data); 0 gives the stored runs, another value other seeds"),
     Param("samples", "int", "training lists (the paper: 30,000)", min=16, max=200000),
-    Param("steps", "int", "Adam steps (CI); null: `epochs`", min=1, max=2_000_000, nullable=True),
+    STEPS.described("Adam steps (CI); null: `epochs`", nullable=True),
     Param("epochs", "int", "epochs (the paper: 2000); null: `steps`", min=1, max=5000, nullable=True),
-    Param("batch", "int", "batch size (the authors' code: 1000)", min=1, max=100000),
-    Param("lr", "float", "initial (plateau) or peak (onecycle) Adam learning rate (the paper: 5e-4)",
-          min=1e-6, max=1.0),
+    BATCH.described("batch size (the authors' code: 1000)"),
+    LR.described("initial (plateau) or peak (onecycle) Adam learning rate (the paper: 5e-4)"),
     Param("scheduler", "str", "plateau (the authors' code), onecycle or constant",
           choices=("plateau", "onecycle", "constant")),
     Param("embed", "int", "embedding dimension E (the paper: 64)", min=2, max=512),

@@ -35,7 +35,7 @@ import torch
 from attnlab.core.checkpoint import deadline_of, program_checkpoint
 from attnlab.core.experiment import Context, Incomplete  # noqa: F401 (raised through core; tests import it here)
 from attnlab.core.hashing import derive_seed
-from attnlab.core.params import Param, ParameterError, require_memory
+from attnlab.core.params import LR, Param, ParameterError, require_memory, STEPS
 from attnlab.core.train import MaskedAdam
 
 from . import bounds, paper
@@ -45,9 +45,9 @@ from .reference import CountingWeights
 
 # Training parameters shared by the sweep chapters (each adds its grid parameters).
 TRAINING_PARAMS = (
-    Param("steps", "int", "Adam steps per model (paper 156,500 = 500 epochs x 313 batches)", min=1, max=10_000_000),
+    STEPS.described("Adam steps per model (paper 156,500 = 500 epochs x 313 batches)"),
     Param("batch_size", "int", "sequences per step (paper 32)", min=1, max=65_536),
-    Param("lr", "float", "learning rate at step 0 (paper 1e-3)", min=1e-6, max=1.0),
+    LR.described("learning rate at step 0 (paper 1e-3)"),
     Param("lr_end", "float", "learning rate at the last step, linear in between (paper: constant 1e-3)",
           min=0.0, max=1.0),
     Param("eval_n", "int", "eval sequences (paper 3,000)", min=100, max=1_000_000),

@@ -18,7 +18,7 @@ import torch
 from attnlab.core.checkpoint import deadline_of, program_checkpoint, RESUME_PARAMS
 from attnlab.core.experiment import Context
 from attnlab.core.fits import power_fit, presaturation
-from attnlab.core.params import Param, ParameterError, require_memory
+from attnlab.core.params import CHUNK, Param, ParameterError, require_memory, SEED, SEEDS, STEPS
 from attnlab.core.progress import tqdm
 from attnlab.core.train import linear_lr, MaskedAdam, train_replicas
 
@@ -31,17 +31,17 @@ from .tasks import full_batches, lookup_table_task, paper_batches
 
 TRAINING_PARAMS = (
     Param("N", "int", "vocabulary size; the sequences are all N^2 bigrams", min=2, max=2000),
-    Param("seeds", "int", "parameter seeds per point (the paper: 5)", min=1, max=100),
-    Param("seed", "int", "first parameter seed: the replicas of a point take seeds seed, seed + 1, …, seed + "
-          "seeds - 1 (None: 0, the seeds of the stored paper-scale runs)", min=0, max=2**31 - 1, nullable=True),
-    Param("steps", "int", "optimizer steps", min=1, max=1_000_000),
+    SEEDS.described("parameter seeds per point (the paper: 5)"),
+    SEED.described("first parameter seed: the replicas of a point take seeds seed, seed + 1, …, seed + "
+          "seeds - 1 (None: 0, the seeds of the stored paper-scale runs)", nullable=True),
+    STEPS.described("optimizer steps"),
     Param("batch_size", "int", "sequences per batch; 0 = the whole population every step (CI protocol)", min=0,
           max=65536),
     Param("n_batches", "int", "paper protocol: batches per epoch of the fixed sample", min=1, max=4096),
     Param("lr_start", "float", "learning rate at the start (linear decay, stepped per epoch)", min=0.0, max=1.0),
     Param("lr_end", "float", "learning rate at the end", min=0.0, max=1.0),
     Param("task_seed", "int", "seed of the random look-up table (shared by all replicas)", min=0, max=2**31 - 1),
-    Param("chunk", "int", "replicas per tensor program: one resumable unit of work", min=1, max=4096),
+    CHUNK.described("replicas per tensor program: one resumable unit of work"),
 ) + RESUME_PARAMS
 # The operational values of the presets: CI programs (seconds) are not checkpointed. A paper-scale
 # program saves its state every 4,096 steps (a 77-replica Fig. 1a program's state is 27 MiB, 0.7 s to

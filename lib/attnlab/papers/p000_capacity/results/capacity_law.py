@@ -18,7 +18,7 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import LR, N_TEST, Param, ParameterError, SEEDS, STEPS
 
 from .. import analysis, paper, sweeps
 from ..seeds import SEED_PARAM
@@ -29,13 +29,13 @@ PARAMS = (
     Param("dks", "int_list", "total key dimensions D_K (a pair is trained where h divides D_K)", min=1, max=4096),
     Param("window_lo", "float", "smallest D_K trained, as a multiple of m log2 m / d", min=0.0, max=100.0),
     Param("window_hi", "float", "largest D_K trained, as a multiple of m log2 m / d", min=0.01, max=1000.0),
-    Param("seeds", "int", "number of seeds (graph, embeddings, initialisation)", min=1, max=20),
+    SEEDS.described("number of seeds (graph, embeddings, initialisation)"),
     SEED_PARAM,
-    Param("steps", "int", "maximum training steps (one context per step)", min=1, max=500000),
+    STEPS.described("maximum training steps (one context per step)"),
     Param("table2", "bool", "cap each cell at its Table 2 step cutoff (default 20,000)"),
-    Param("lr", "float", "Adam learning rate (the paper: 1e-3)", min=1e-6, max=1.0),
+    LR.described("Adam learning rate (the paper: 1e-3)"),
     Param("n_val", "int", "validation contexts (early stopping)", min=10, max=20000),
-    Param("n_test", "int", "test contexts", min=10, max=20000),
+    N_TEST.described("test contexts"),
     Param("max_replicas", "int", "replicas per training program (one resumable chunk)", min=1, max=100000),
 ) + sweeps.RESUME_PARAMS
 FULL_DKS = [4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 72, 80, 88, 96, 112, 128, 144, 160,

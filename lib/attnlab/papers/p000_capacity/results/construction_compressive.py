@@ -12,7 +12,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEEDS
 from attnlab.core.progress import tqdm
 
 from .. import paper
@@ -24,7 +24,7 @@ PARAMS = (
     Param("d_model", "int", "embedding dimension (m/d_model = the theorem's head count)", min=4, max=4096),
     Param("D_K", "int", "total key dimension, fixed across head counts", min=2, max=16384),
     Param("heads", "int_list", "head counts h (each must divide D_K)", min=1, max=1024),
-    Param("seeds", "int", "number of seeds (embeddings, permutation, signatures)", min=1, max=50),
+    SEEDS.described("number of seeds (embeddings, permutation, signatures)"),
     Param("contexts", "int", "sampled contexts (ell = 16, rho = 0.5) for micro-F1", min=10, max=20000),
     Param("lemma_m", "int", "m of the Lemma B.3 check", min=16, max=8192),
     Param("lemma_d", "int", "d_model of the Lemma B.3 check (block size B = d_model)", min=4, max=4096),

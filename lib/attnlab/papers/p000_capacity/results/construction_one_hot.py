@@ -13,7 +13,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEED
 from attnlab.core.progress import tqdm
 
 from .. import bounds, paper
@@ -25,7 +25,7 @@ PARAMS = (
     Param("dks", "int_list", "key widths d_k to sweep", min=1, max=2048),
     Param("trials", "int", "independent draws (permutation, signatures) per (m, d_k)", min=1, max=100),
     Param("p", "float", "Bernoulli signature density (the paper: 1/4)", min=0.01, max=0.49),
-    Param("seed", "int", "base seed", min=0, max=2**31 - 1),
+    SEED.described("base seed"),
 )
 PRESETS = {
     "ci": {"ms": [64, 256, 1024], "dks": [16, 32, 48, 64, 96, 128, 192, 256, 384], "trials": 10,

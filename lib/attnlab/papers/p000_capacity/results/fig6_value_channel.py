@@ -12,7 +12,7 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import LR, N_TEST, Param, ParameterError, SEEDS, STEPS
 
 from .. import paper, sweeps, value_model
 from ..seeds import SEED_PARAM, by_seed, seed_range
@@ -23,11 +23,11 @@ PARAMS = (
     Param("heads", "int_list", "head counts h", min=1, max=256),
     Param("dks", "int_list", "total key dimensions D_K (a pair is trained where h divides D_K)", min=1, max=4096),
     Param("d_msg", "int", "message dimension (not given in the paper)", min=1, max=1024),
-    Param("seeds", "int", "number of seeds (graph, embeddings, W_V, initialisation)", min=1, max=20),
+    SEEDS.described("number of seeds (graph, embeddings, W_V, initialisation)"),
     SEED_PARAM,
-    Param("steps", "int", "maximum training steps (one context per step)", min=1, max=500000),
-    Param("lr", "float", "Adam learning rate (the paper: 1e-3)", min=1e-6, max=1.0),
-    Param("n_test", "int", "test contexts", min=10, max=20000),
+    STEPS.described("maximum training steps (one context per step)"),
+    LR.described("Adam learning rate (the paper: 1e-3)"),
+    N_TEST.described("test contexts"),
 ) + sweeps.RESUME_PARAMS
 PRESETS = {
     # three seeds as replicas of one program cost 3x one seed (compute-bound): D_K in {16, 64} (32 dropped) and

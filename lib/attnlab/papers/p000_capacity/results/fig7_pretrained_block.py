@@ -19,7 +19,7 @@ import numpy as np
 from attnlab.core import corpus, pretrained
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import BATCH, LR, N_TEST, Param, ParameterError, SEEDS, STEPS
 
 from .. import block_model, sweeps
 from ..seeds import SEED_PARAM, by_seed, seed_range
@@ -32,13 +32,13 @@ PARAMS = (
     Param("heads", "int_list", "head counts h (each must divide d_model)", min=1, max=64),
     Param("dks", "int_list", "total key dimensions D_K (a pair is trained where h divides D_K)", min=1, max=4096),
     Param("d_ff", "int", "MLP width (the paper: 'e.g. 16')", min=1, max=4096),
-    Param("seeds", "int", "number of seeds (permutation, data, initialisation)", min=1, max=20),
+    SEEDS.described("number of seeds (permutation, data, initialisation)"),
     SEED_PARAM,
-    Param("steps", "int", "training steps (a fixed budget; best validation check reported)", min=1, max=200000),
-    Param("batch", "int", "examples per step (not given in the paper)", min=1, max=4096),
-    Param("lr", "float", "AdamW learning rate, constant (not given in the paper)", min=1e-6, max=1.0),
+    STEPS.described("training steps (a fixed budget; best validation check reported)"),
+    BATCH.described("examples per step (not given in the paper)"),
+    LR.described("AdamW learning rate, constant (not given in the paper)"),
     Param("check_every", "int", "steps between validation checks", min=1, max=100000),
-    Param("n_test", "int", "validation and test examples (each)", min=10, max=100000),
+    N_TEST.described("validation and test examples (each)"),
     Param("corpus_chars", "int", "characters of the docstring corpus used to rank items by frequency",
           min=10000, max=5000000),
 )

@@ -16,7 +16,7 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import LR, N_TEST, Param, ParameterError, SEEDS, STEPS
 
 from .. import dense_graphs, paper, sweeps
 from ..seeds import SEED_PARAM, by_seed, seed_range
@@ -28,11 +28,11 @@ PARAMS = (
     Param("heads", "int_list", "head counts h", min=1, max=256),
     Param("dk_factors", "int_list", "D_K grid per degree: D_K = f r for each f (a pair is trained where h divides "
           "D_K)", min=1, max=512),
-    Param("seeds", "int", "number of seeds (graph, embeddings, initialisation)", min=1, max=20),
+    SEEDS.described("number of seeds (graph, embeddings, initialisation)"),
     SEED_PARAM,
-    Param("steps", "int", "maximum training steps (one context per step)", min=1, max=500000),
-    Param("lr", "float", "Adam learning rate (the paper: 1e-3)", min=1e-6, max=1.0),
-    Param("n_test", "int", "test contexts", min=10, max=20000),
+    STEPS.described("maximum training steps (one context per step)"),
+    LR.described("Adam learning rate (the paper: 1e-3)"),
+    N_TEST.described("test contexts"),
     Param("n_val", "int", "validation contexts (early stopping, every 500 steps; the paper: 500)", min=10, max=20000),
 ) + sweeps.RESUME_PARAMS
 PRESETS = {

@@ -12,7 +12,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEED
 from attnlab.core.progress import tqdm
 
 from .. import constructions as C
@@ -26,7 +26,7 @@ PARAMS = (
     Param("dks", "int_list", "key widths d_k to sweep", min=1, max=4096),
     Param("c_p", "float", "RBCE density p_B = c_p ln m / d_model", min=0.1, max=100.0),
     Param("gamma_sources", "int", "sources i sampled for the gamma(B) estimate", min=1, max=1024),
-    Param("seed", "int", "seed", min=0, max=2**31 - 1),
+    SEED.described("seed"),
 )
 PRESETS = {
     "ci": {"m": 512, "d_model": 256, "gun_blocks": [16, 32, 64, 128, 256], "rbce_blocks": [16, 64],

@@ -12,7 +12,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEED
 from attnlab.core.progress import tqdm
 
 from .. import bounds
@@ -26,7 +26,7 @@ PARAMS = (
     Param("d_k", "int", "per-head key width", min=1, max=4096),
     Param("degrees", "int_list", "r of the r-regular graphs", min=1, max=64),
     Param("hub", "int", "out-degree Delta of the hub of the skewed graph (on a 2-regular graph)", min=2, max=4096),
-    Param("seed", "int", "seed", min=0, max=2**31 - 1),
+    SEED.described("seed"),
 )
 PRESETS = {
     "ci": {"m": 512, "d_model": 256, "block": 64, "d_k": 256, "degrees": [1, 2, 4], "hub": 24, "seed": 0},

@@ -12,7 +12,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED
 
 from .. import bounds, paper
 from .. import tasks as T
@@ -21,7 +21,7 @@ PARAMS = (
     Param("bits", "int_list", "bits per parameter b of the warm-up bound", min=1, max=64),
     Param("gamma", "float", "margin gamma of Theorem 9.2", min=1e-6, max=0.999),
     Param("trials", "int", "random (parameters, perturbation, pair) draws for the Lipschitz tests", min=10, max=10**6),
-    Param("seed", "int", "seed", min=0, max=2**31 - 1),
+    SEED.described("seed"),
 )
 PRESETS = {"ci": {"bits": [1, 8, 32], "gamma": 0.1, "trials": 3000, "seed": 0},
            "full": {"bits": [1, 8, 16, 32], "gamma": 0.1, "trials": 100000, "seed": 0}}

@@ -11,7 +11,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEED
 
 from .. import bounds
 from .. import constructions as C
@@ -23,7 +23,7 @@ PARAMS = (
     Param("d_k", "int", "per-head key width", min=1, max=1024),
     Param("blocks", "int_list", "block sizes B (sources served by one head)", min=1, max=8192),
     Param("sources", "int", "sources per block whose scores are measured", min=4, max=4096),
-    Param("seed", "int", "seed", min=0, max=2**31 - 1),
+    SEED.described("seed"),
 )
 PRESETS = {
     "ci": {"m": 2048, "d_model": 128, "d_k": 64, "blocks": [64, 128, 256, 512, 1024, 2048], "sources": 256,

@@ -11,7 +11,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEED
 from attnlab.core.progress import tqdm
 
 from .. import bounds, paper
@@ -26,7 +26,7 @@ PARAMS = (
     Param("n_short", "int", "contexts per ell < 64", min=1, max=10000),
     Param("n_long", "int", "contexts per ell >= 64", min=1, max=10000),
     Param("lemma_samples", "int", "random logit vectors for the Lemma 8.2 property test", min=10, max=10**6),
-    Param("seed", "int", "seed", min=0, max=2**31 - 1),
+    SEED.described("seed"),
 )
 PRESETS = {
     "ci": {"m": 1024, "d_model": 256, "configs": [[4, 256], [8, 256], [16, 128]], "ells": [4, 8, 16, 64, 256],

@@ -11,7 +11,7 @@ import torch
 from attnlab.core.claims import ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.hashing import derive_seed
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import BATCH, LR, Param, ParameterError, SEEDS, STEPS
 
 from .. import metrics as MT
 from .. import sweeps as S
@@ -25,12 +25,12 @@ PARAMS = (
     Param("embed", "int", "embedding width E", min=2, max=256),
     Param("hidden", "int", "MLP hidden width", min=1, max=1024),
     Param("samples", "int", "training lists (the paper: 30,000)", min=64, max=1_000_000),
-    Param("batch", "int", "mini-batch size (the authors' code: 1000)", min=8, max=8192),
-    Param("lr", "float", "Adam learning rate (peak for onecycle, initial for plateau)", min=1e-6, max=0.1),
-    Param("steps", "int", "Adam steps (give steps or epochs)", min=1, max=10_000_000, nullable=True),
+    BATCH.described("mini-batch size (the authors' code: 1000)"),
+    LR.described("Adam learning rate (peak for onecycle, initial for plateau)"),
+    STEPS.described("Adam steps (give steps or epochs)", nullable=True),
     Param("epochs", "int", "epochs (give steps or epochs; the paper: 2000)", min=1, max=5000, nullable=True),
     Param("scheduler", "str", "learning-rate schedule", choices=S.SCHEDULERS),
-    Param("seeds", "int", "seeds per (architecture, task) (the paper: 10)", min=1, max=20),
+    SEEDS.described("seeds per (architecture, task) (the paper: 10)"),
     Param("c_list", "float_list", "OOD scale factors (the paper: 1..10)", min=1.0, max=100.0),
     Param("test_samples", "int", "test lists per scale and metric (the paper: 1,000)", min=100, max=100_000),
     S.SEED_PARAM,

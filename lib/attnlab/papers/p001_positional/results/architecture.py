@@ -10,7 +10,7 @@ import torch
 
 from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED, SEEDS
 
 from .. import models as M
 from .. import paper
@@ -19,10 +19,10 @@ from ..tasks import sample_lists
 
 PARAMS = (
     Param("ns", "int_list", "input lengths n of the models built", min=2, max=64),
-    Param("seeds", "int", "replicas (seeds) per architecture", min=1, max=64),
+    SEEDS.described("replicas (seeds) per architecture"),
     Param("samples", "int", "test lists per scale for the attention comparison", min=1, max=10000),
     Param("probe_scale", "float", "the OOD scale c compared with c = 1", min=1.0, max=1000.0),
-    Param("seed", "int", "data seed", min=0, max=2**31 - 1),
+    SEED.described("data seed"),
 )
 PRESETS = {"ci": {"ns": [2, 4, 8, 16, 32], "seeds": 2, "samples": 64, "probe_scale": 8.0, "seed": 0}}
 PRESETS["full"] = dict(PRESETS["ci"])

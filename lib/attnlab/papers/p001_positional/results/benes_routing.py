@@ -7,7 +7,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED
 from attnlab.core.progress import tqdm
 
 from .. import benes as B
@@ -18,7 +18,7 @@ PARAMS = (
     Param("perms16", "int", "random permutations of 16 routed", min=1, max=100000),
     Param("mpc_trials", "int", "random MPC rounds per p ∈ {8, 16}", min=1, max=10000),
     Param("mpc_units", "int", "memory s in units of 2^{k−1} for the random rounds", min=1, max=16),
-    Param("seed", "int", "random seed", min=0, max=2**31 - 1),
+    SEED.described("random seed"),
 )
 PRESETS = {"ci": {"k_max": 4, "perms8": 2000, "perms16": 1000, "mpc_trials": 100, "mpc_units": 3, "seed": 0},
            "full": {"k_max": 5, "perms8": 40320, "perms16": 20000, "mpc_trials": 2000, "mpc_units": 3, "seed": 0}}

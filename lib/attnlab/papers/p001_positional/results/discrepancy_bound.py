@@ -7,7 +7,7 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED, SEEDS
 
 from .. import bounds as Bd
 from .. import constructions as C
@@ -20,8 +20,8 @@ PARAMS = (
     Param("n", "int", "array length of the empirical check", min=2, max=1024),
     Param("m", "int", "samples per set (train and test) of the empirical check", min=1, max=100000),
     Param("trials", "int", "independent (train, test) sample sets per seed", min=1, max=100000),
-    Param("seeds", "int", "independent repetitions of the estimate (seeds seed, …, seed + seeds − 1)", min=1, max=100),
-    Param("seed", "int", "first random seed (reseed: -p seed 10)", min=0, max=2**31 - 100),
+    SEEDS.described("independent repetitions of the estimate (seeds seed, …, seed + seeds − 1)"),
+    SEED.described("first random seed (reseed: -p seed 10)"),
 )
 # four seeds of 100 sample sets (the former preset: one seed of 400, the same cost)
 PRESETS = {"ci": {"L_train": paper.APP_G_L_TRAIN, "z": paper.APP_G_Z, "n": 32, "m": 32, "trials": 100, "seeds": 4,

@@ -10,7 +10,7 @@ import torch
 
 from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED, SEEDS
 
 from .. import bounds as Bd
 from .. import models as M
@@ -20,8 +20,8 @@ PARAMS = (
     Param("c8_trials", "int", "random instances of Lemma C.8's minimisation", min=1, max=1000),
     Param("L_max", "int", "deepest network of the scaling curves", min=1, max=32),
     Param("B_QK", "float", "the spectral bound on W_K^T W_Q for the self-attention comparison", min=1.0, max=100.0),
-    Param("seeds", "int", "random-initialised models whose norms are measured", min=1, max=32),
-    Param("seed", "int", "random seed", min=0, max=2**31 - 1),
+    SEEDS.described("random-initialised models whose norms are measured"),
+    SEED.described("random seed"),
 )
 PRESETS = {"ci": {"pairs": 10000, "c8_trials": 20, "L_max": 12, "B_QK": 2.0, "seeds": 3, "seed": 0}}
 PRESETS["full"] = {**PRESETS["ci"], "pairs": 200000, "c8_trials": 200, "seeds": 10}

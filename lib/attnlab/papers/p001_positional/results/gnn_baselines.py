@@ -10,7 +10,7 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import BATCH, LR, Param, ParameterError, SEEDS, STEPS
 
 from .. import gnn as G
 from .. import paper
@@ -21,12 +21,12 @@ PARAMS = (
     Param("n", "int", "input length (the paper: 8)", min=2, max=32),
     Param("embed", "int", "GNN width E (every layer; GAT: 2 heads of E/2)", min=2, max=256),
     Param("samples", "int", "training lists", min=64, max=100_000),
-    Param("batch", "int", "mini-batch size", min=8, max=4096),
-    Param("lr", "float", "Adam learning rate (peak for onecycle, initial for plateau)", min=1e-6, max=0.1),
-    Param("steps", "int", "Adam steps (give steps or epochs)", min=1, max=1_000_000, nullable=True),
+    BATCH.described("mini-batch size"),
+    LR.described("Adam learning rate (peak for onecycle, initial for plateau)"),
+    STEPS.described("Adam steps (give steps or epochs)", nullable=True),
     Param("epochs", "int", "epochs (give steps or epochs)", min=1, max=5000, nullable=True),
     Param("scheduler", "str", "learning-rate schedule", choices=S.SCHEDULERS),
-    Param("seeds", "int", "seeds per (architecture, graph, task)", min=1, max=20),
+    SEEDS.described("seeds per (architecture, graph, task)"),
     Param("c_list", "float_list", "OOD scale factors of the test (Table 2: 1, 2, 3, 4, 5, 10)", min=1.0, max=100.0),
     Param("test_samples", "int", "test lists per scale (the paper: 1,000)", min=100, max=100_000),
     Param("mc_samples", "int", "lists of the least-squares check of the exact baseline", min=1000, max=2_000_000),

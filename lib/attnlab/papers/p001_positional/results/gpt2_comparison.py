@@ -9,7 +9,7 @@ import numpy as np
 from attnlab.core import pretrained
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError, require_memory
+from attnlab.core.params import Param, ParameterError, require_memory, SEEDS
 
 from .. import finetune_lm as F
 from .. import mixed
@@ -41,7 +41,7 @@ PARAMS = (
     Param("hidden", "int", "its MLP width", min=1, max=4096),
     Param("scales", "int_list", "test scale factors c", min=1, max=100),
     Param("test_samples", "int", "test prompts per scale (the paper: 1,000)", min=4, max=100_000),
-    Param("seeds", "int", "trials (the paper: 10)", min=1, max=100),
+    SEEDS.described("trials (the paper: 10)"),
     S.SEED_PARAM,
 )
 PRESETS = {

@@ -7,7 +7,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED
 
 from .. import constructions as C
 from ..reference import softmax
@@ -19,7 +19,7 @@ PARAMS = (
     Param("eps", "float_list", "target accuracies ε for T = ½ ln(n/ε)", min=1e-14, max=0.5),
     Param("b6_ns", "int_list", "sizes n of the Remark B.6 solves", min=2, max=128),
     Param("b6_trials", "int", "random (P, B) pairs per size", min=1, max=200),
-    Param("seed", "int", "random seed", min=0, max=2**31 - 1),
+    SEED.described("random seed"),
 )
 PRESETS = {
     "ci": {"ns": [4, 8, 32, 64], "patterns": 20, "t_max": 12.0, "eps": [1e-1, 1e-3, 1e-6, 1e-9],

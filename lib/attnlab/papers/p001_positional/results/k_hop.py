@@ -10,7 +10,7 @@ import numpy as np
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.hashing import stable_hash
-from attnlab.core.params import Param, ParameterError, require_memory
+from attnlab.core.params import BATCH, LR, Param, ParameterError, require_memory, SEEDS
 
 from .. import khop
 from .. import paper
@@ -30,10 +30,10 @@ PARAMS = (
     Param("samples_list", "int_list", "training-set sizes of the sample sweep (Figs. 3 left, 29)", min=1,
           max=1_000_000),
     Param("sample_sweep_layers", "int", "layers of the sample sweep (the paper: 8)", min=1, max=16),
-    Param("seeds", "int", "trials per point (the paper: 10)", min=1, max=100),
+    SEEDS.described("trials per point (the paper: 10)"),
     Param("iterations", "int", "AdamW steps per model (the paper: 100,000)", min=1, max=10_000_000),
-    Param("batch", "int", "sequences per step (the authors' code: 64)", min=1, max=65536),
-    Param("lr", "float", "learning rate, constant (the authors' code: 5e-4)", min=1e-6, max=1.0),
+    BATCH.described("sequences per step (the authors' code: 64)"),
+    LR.described("learning rate, constant (the authors' code: 5e-4)"),
     Param("weight_decay", "float", "AdamW weight decay on matmul weights (minGPT: 0.1)", min=0.0, max=1.0),
     Param("clip", "float", "gradient-norm clip per model, 0 = none (minGPT: 1.0)", min=0.0, max=100.0),
     Param("test_samples", "int", "ID and OOD test sequences (the authors' code: 1,000)", min=10, max=100_000),

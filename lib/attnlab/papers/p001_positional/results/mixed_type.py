@@ -11,7 +11,7 @@ import numpy as np
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
 from attnlab.core.hashing import stable_hash
-from attnlab.core.params import Param, ParameterError, require_memory
+from attnlab.core.params import BATCH, LR, Param, ParameterError, require_memory, SEEDS, STEPS
 
 from .. import mixed
 from .. import paper
@@ -31,11 +31,11 @@ PARAMS = (
     Param("embed", "int", "embedding dimension (the paper: 32)", min=2, max=1024),
     Param("hidden", "int", "MLP hidden width (the authors' code: 32)", min=1, max=4096),
     Param("layers", "int", "layers (the paper: 3)", min=1, max=16),
-    Param("seeds", "int", "trials per point (the paper: 10)", min=1, max=100),
-    Param("steps", "int", "Adam steps when epochs = 0", min=1, max=10_000_000),
+    SEEDS.described("trials per point (the paper: 10)"),
+    STEPS.described("Adam steps when epochs = 0"),
     Param("epochs", "int", "epochs (the paper: 2000); 0 = use steps", min=0, max=100_000),
-    Param("batch", "int", "batch size (the paper: 1024)", min=1, max=65536),
-    Param("lr", "float", "initial learning rate (the paper: 5e-4), cosine-decayed to lr/10", min=1e-6, max=1.0),
+    BATCH.described("batch size (the paper: 1024)"),
+    LR.described("initial learning rate (the paper: 5e-4), cosine-decayed to lr/10"),
     Param("test_samples", "int", "test prompts per scale (the paper: 1,000)", min=10, max=100_000),
     Param("checkpoint_every", "int", "steps between checkpoints of a program; 0 = none", min=0, max=10_000_000),
     Param("time_limit", "float", "minutes after which a run stops at a checkpoint (0 = no limit)", min=0.0,

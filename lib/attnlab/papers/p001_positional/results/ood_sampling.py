@@ -9,7 +9,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED
 from attnlab.core.progress import tqdm
 
 from .. import bounds as Bd
@@ -20,7 +20,7 @@ PARAMS = (
     Param("mc_ns", "int_list", "list lengths n of the Monte Carlo overlay", min=2, max=64),
     Param("mc_cs", "float_list", "scale factors c of the Monte Carlo overlay", min=1.5, max=100.0),
     Param("samples", "int", "Monte Carlo test lists per (n, c)", min=1000, max=10_000_000),
-    Param("seed", "int", "random seed", min=0, max=2**31 - 1),
+    SEED.described("random seed"),
 )
 PRESETS = {"ci": {"mc_ns": [2, 3, 4, 8, 16, 32], "mc_cs": [2.0, 3.0, 5.0, 10.0], "samples": 200_000, "seed": 0},
            "full": {"mc_ns": [2, 3, 4, 8, 16, 32], "mc_cs": [2.0, 3.0, 5.0, 10.0], "samples": 5_000_000, "seed": 0}}

@@ -9,7 +9,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED
 
 from .. import constructions as C
 from ..reference import forward
@@ -21,7 +21,7 @@ PARAMS = (
     Param("scales", "float_list", "input scale factors c (values drawn as in §7, times c)", min=1.0, max=1e12),
     Param("temperatures", "float_list", "softmax temperatures T of the approximate models", min=1.0, max=40.0),
     Param("samples", "int", "random inputs per scale", min=1, max=100000),
-    Param("seed", "int", "random seed", min=0, max=2**31 - 1),
+    SEED.described("random seed"),
 )
 PRESETS = {"ci": {"n_max": 7, "n": 8, "scales": [1, 10, 100, 1e3, 1e4, 1e6], "temperatures": [5, 10, 20],
                   "samples": 1000, "seed": 0}}

@@ -7,7 +7,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED
 
 from .. import bounds as Bd
 from .. import pcoc
@@ -19,7 +19,7 @@ PARAMS = (
     Param("samples", "int", "random inputs per program", min=1, max=10000),
     Param("value_range", "float", "inputs uniform in ±value_range (the gate is exact to ±1e6)", min=1.0, max=1e4),
     Param("T", "float", "softmax temperature of the compiled attention", min=1.0, max=60.0),
-    Param("seed", "int", "random seed", min=0, max=2**31 - 1),
+    SEED.described("random seed"),
 )
 PRESETS = {"ci": {"N": 8, "k": 3, "samples": 200, "value_range": 100.0, "T": 30.0, "seed": 0}}
 PRESETS["full"] = {**PRESETS["ci"], "N": 16, "k": 4, "samples": 2000}

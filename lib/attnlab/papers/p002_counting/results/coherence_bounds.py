@@ -12,7 +12,7 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED, STEPS
 from attnlab.core.progress import tqdm
 
 from .. import bounds, paper
@@ -21,11 +21,11 @@ PARAMS = (
     Param("T", "int", "alphabet size", min=2, max=256),
     Param("L", "int", "sequence length", min=3, max=64),
     Param("d_list", "int_list", "frame dimensions d (dot p = 1 uses d + 1)", min=1, max=256),
-    Param("steps", "int", "Adam steps of the coherence optimiser", min=1, max=200_000),
+    STEPS.described("Adam steps of the coherence optimiser"),
     Param("restarts", "int", "random restarts per d (best kept)", min=1, max=256),
     Param("n_samples", "int", "sampler sequences for the accuracy", min=1, max=1_000_000),
     Param("alpha", "float", "counter coordinate of the dot p = 1 embeddings (eq. 51)", min=1e-6, max=0.5),
-    Param("seed", "int", "seed of the frames and of the sampler", min=0, max=2**31 - 1),
+    SEED.described("seed of the frames and of the sampler"),
 )
 
 CONSTRUCTIONS = ("lin", "dot_pT", "dot_p1")

@@ -10,7 +10,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError, require_memory
+from attnlab.core.params import Param, ParameterError, require_memory, SEED
 
 from .. import constructions as con
 from .. import tasks
@@ -24,7 +24,7 @@ PARAMS = (
           min=0, max=10_000_000),
     Param("rotation_seed", "int", "seed of a random rotation of the orthonormal basis; -1 = the standard axes",
           min=-1, max=2**31 - 1),
-    Param("seed", "int", "sampler seed", min=0, max=2**31 - 1),
+    SEED.described("sampler seed"),
 )
 
 BUILDS = [(v, lv) for v in VARIANTS for lv in (("appendix", "main") if v.startswith("lin") else ("appendix",))]

@@ -7,7 +7,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEED
 
 from .. import tasks
 
@@ -15,7 +15,7 @@ PARAMS = (
     Param("T", "int", "alphabet size", min=2, max=100_000),
     Param("L_list", "int_list", "sequence lengths (L <= T)", min=2, max=1000),
     Param("n_samples", "int", "sequences drawn per sampler and length", min=100, max=10_000_000),
-    Param("seed", "int", "sampler seed", min=0, max=2**31 - 1),
+    SEED.described("sampler seed"),
 )
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEED
 from attnlab.core.progress import tqdm
 
 from .. import binary as B
@@ -29,7 +29,7 @@ PARAMS = (
     Param("exhaustive", "int_rows", "[T, L] checked on all T^L sequences at 1.01 κ* (and 0.99 κ*)", min=3, max=64, width=2),
     Param("precision_T", "int_list", "alphabet sizes of the d' = 2 float32 study (κ = 2 κ*)", min=3, max=1_000_000),
     Param("n_sampled", "int", "code-sampler sequences added to all two-token sequences", min=10, max=1_000_000),
-    Param("seed", "int", "sampler seed", min=0, max=2**31 - 1),
+    SEED.described("sampler seed"),
 )
 
 

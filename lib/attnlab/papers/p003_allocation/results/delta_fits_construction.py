@@ -10,7 +10,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param
+from attnlab.core.params import Param, SEED
 from attnlab.core.progress import tqdm
 from attnlab.papers.p003_allocation import bounds, constructions as C, expsums as E, paper
 
@@ -25,7 +25,7 @@ PARAMS = (
     Param("max_coef", "float", "largest |alpha| of the fits used in the construction (float64 rounding)",
           min=1.0, max=1e12),
     Param("proj_draws", "int", "Monte Carlo draws for Lemma B.2 (D = 64)", min=10, max=100000),
-    Param("seed", "int", "random seed (projections, inputs, rate pairs)", min=0, max=2 ** 31 - 1),
+    SEED.described("random seed (projections, inputs, rate pairs)"),
 )
 PRESETS = {"ci": {"lags": [1, 2, 3, 4], "terms": [1, 2, 4, 8, 16], "two_term_rates": 300, "d": 8, "L": 64,
                   "pad": 64, "n_seqs": 8, "max_coef": 1e6, "proj_draws": 1000, "seed": 0}}

@@ -16,7 +16,7 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import BATCH, CHUNK, Param, ParameterError, SEED, SEEDS, STEPS
 from attnlab.papers.p003_allocation import bounds, paper, sweeps, tasks
 from attnlab.papers.p003_allocation.models import EncoderConfig
 
@@ -26,15 +26,14 @@ PARAMS = (
     Param("L", "int", "sequence length (not stated; ours)", min=5, max=4096),
     Param("heads", "int_list", "head counts H (each must divide D)", min=1, max=2048),
     Param("lrs", "float_list", "Adam learning rates (cosine schedule); the best is kept", min=1e-6, max=1.0),
-    Param("seeds", "int", "number of seeds (a count); every row is judged over them", min=1, max=20),
-    Param("seed", "int", "the first seed: seeds seed, seed + 1, ... (moves every seed; 0 in every preset)",
-          min=0, max=10_000),
-    Param("steps", "int", "training steps", min=1, max=200000),
-    Param("batch", "int", "sequences per step", min=1, max=4096),
+    SEEDS.described("number of seeds (a count); every row is judged over them"),
+    SEED.described("the first seed: seeds seed, seed + 1, ... (moves every seed; 0 in every preset)"),
+    STEPS.described("training steps"),
+    BATCH.described("sequences per step"),
     Param("ffn_mult", "int", "FFN width as a multiple of D (torch's default layer: 4)", min=0, max=8),
     Param("noise", "float", "standard deviation of the target noise (not stated; ours)", min=0.0, max=10.0),
     Param("n_eval", "int", "fresh evaluation sequences", min=16, max=65536),
-    Param("chunk", "int", "replicas per tensor program (memory)", min=1, max=10000),
+    CHUNK.described("replicas per tensor program (memory)"),
 )
 PRESETS = {
     # three seeds in the former one-seed budget: 5 head counts (H = 16 dropped), batch 16 (was 32), 512

@@ -18,7 +18,7 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError, require_memory
+from attnlab.core.params import BATCH, LR, Param, ParameterError, require_memory, SEED, SEEDS, STEPS
 from attnlab.core.progress import tqdm
 from attnlab.papers.p003_allocation import compression as C
 from attnlab.papers.p003_allocation import jacobian as J
@@ -42,16 +42,16 @@ PARAMS = (
     Param("L", "int", "sequence length of the student's data (the paper: 1024; MiniLM: at most 512)", min=4, max=8192),
     Param("train_spans", "int", "training spans of the corpus", min=1, max=100000),
     Param("eval_spans", "int", "held-out spans the MSE is measured on", min=1, max=10000),
-    Param("steps", "int", "Adam steps (the paper: '10,000 epochs')", min=0, max=1_000_000),
-    Param("batch", "int", "spans per Adam step (not stated in the paper)", min=1, max=4096),
-    Param("lr", "float", "Adam learning rate (the paper: 1e-3)", min=1e-6, max=1.0),
+    STEPS.described("Adam steps (the paper: '10,000 epochs')"),
+    BATCH.described("spans per Adam step (not stated in the paper)"),
+    LR.described("Adam learning rate (the paper: 1e-3)"),
     Param("corpus", "str", "text the spans come from: 'stdlib' (offline substitute) or 'wikitext' (the paper's "
           "WikiText-103, or WikiText-2, from $ATTNLAB_DATA/wikitext-103; its training split)", choices=T.CORPORA),
     Param("corpus_chars", "int", "characters of the corpus tokenised", min=20_000, max=5_000_000),
-    Param("seed", "int", "the first seed (synthetic teacher and draws; held-out spans; the students' seeds are seed, "
-          "seed + 1, ...)", min=0, max=2 ** 31 - 1),
-    Param("seeds", "int", "seeds of the students (a count), each with its own training spans and batch order; every "
-          "trained row is judged over them", min=1, max=20),
+    SEED.described("the first seed (synthetic teacher and draws; held-out spans; the students' seeds are seed, "
+          "seed + 1, ...)"),
+    SEEDS.described("seeds of the students (a count), each with its own training spans and batch order; every "
+          "trained row is judged over them"),
 )
 PRESETS = {
     # three seeds of the students in the former one-seed budget: 16 training spans per seed (was 32, one

@@ -16,7 +16,7 @@ import torch
 from attnlab.core.checkpoint import RESUME_PARAMS, program_checkpoint
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, bound, seed_summary
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import SEED, SEEDS, Param, ParameterError
+from attnlab.core.params import BATCH, LR, Param, ParameterError, SEED, SEEDS, STEPS
 from attnlab.core.progress import tqdm
 from attnlab.papers.p003_allocation import lm, text
 from attnlab.papers.p003_allocation import lm_students as LS
@@ -32,9 +32,9 @@ PARAMS = (
     Param("heads", "int", "teacher: heads (the paper: 12)", min=1, max=128),
     Param("head_dim", "int", "teacher: head dimension d_H (the paper: 64)", min=1, max=512),
     Param("ffn_mult", "float", "teacher: SwiGLU width / d_model", min=0.25, max=16.0),
-    Param("steps", "int", "teacher: optimisation steps", min=1, max=1_000_000),
-    Param("batch", "int", "teacher: sequences per step", min=1, max=4096),
-    Param("lr", "float", "teacher: AdamW peak learning rate (the paper: 3e-4)", min=1e-6, max=1.0),
+    STEPS.described("teacher: optimisation steps"),
+    BATCH.described("teacher: sequences per step"),
+    LR.described("teacher: AdamW peak learning rate (the paper: 3e-4)"),
     Param("warmup", "int", "teacher: warm-up steps", min=0, max=100_000),
     Param("beta2", "float", "teacher: AdamW beta_2", min=0.5, max=0.99999),
     Param("weight_decay", "float", "teacher: AdamW weight decay", min=0.0, max=10.0),

@@ -21,7 +21,7 @@ import numpy as np
 from attnlab.core.checkpoint import deadline_of, program_checkpoint, RESUME_PARAMS
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import BATCH, CHUNK, Param, ParameterError, SEED, SEEDS
 from attnlab.core.progress import tqdm
 from attnlab.papers.p003_allocation import induction as I
 
@@ -36,15 +36,15 @@ PARAMS = (
     Param("d_model", "int", "model width (the paper: 256)", min=2, max=4096),
     Param("heads", "int_list", "head counts H, each dividing d_model (the paper: 1..32)", min=1, max=4096),
     Param("epochs", "int", "training epochs (the paper: 500)", min=1, max=100000),
-    Param("batch", "int", "sequences per step (not stated; ours)", min=1, max=65536),
+    BATCH.described("sequences per step (not stated; ours)"),
     Param("lrs", "float_list", "AdamW learning rates (the paper: 1e-3, 5e-4, 1e-4); the best is kept", min=1e-6, max=1.0),
     Param("wd", "float", "AdamW weight decay (the paper: 1e-4)", min=0.0, max=1.0),
     Param("clip", "float", "per-model gradient-norm clip (the paper: 1.0; 0 = off)", min=0.0, max=100.0),
-    Param("seeds", "int", "number of seeds, trained as replicas (a count; the paper: 3); each keeps its best "
-          "learning rate, and the rows are judged over the seeds (none is picked)", min=1, max=20),
-    Param("seed", "int", "the first seed: seeds seed, seed + 1, ... (moves every seed: initialisation, shuffling and "
-          "the dataset; 0 in every preset)", min=0, max=10_000),
-    Param("chunk", "int", "replicas per tensor program (memory)", min=1, max=10000),
+    SEEDS.described("number of seeds, trained as replicas (a count; the paper: 3); each keeps its best "
+          "learning rate, and the rows are judged over the seeds (none is picked)"),
+    SEED.described("the first seed: seeds seed, seed + 1, ... (moves every seed: initialisation, shuffling and "
+          "the dataset; 0 in every preset)"),
+    CHUNK.described("replicas per tensor program (memory)"),
 ) + RESUME_PARAMS
 # a run stops only when told (`-p time_limit MINUTES`: at the limit, saving its program's state, or between
 # programs; `-p checkpoint_every STEPS` saves more often); the same command resumes bit for bit

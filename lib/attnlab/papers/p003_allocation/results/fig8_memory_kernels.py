@@ -13,7 +13,7 @@ import numpy as np
 from attnlab.core.checkpoint import deadline_of, program_checkpoint, RESUME_PARAMS
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import BATCH, LR, Param, ParameterError, SEED, SEEDS, STEPS
 from attnlab.papers.p003_allocation import paper, sweeps, tasks
 from attnlab.papers.p003_allocation.models import EncoderConfig
 
@@ -27,15 +27,15 @@ PARAMS = (
     Param("D", "int", "model dimension (Jiang et al.: m = 128)", min=2, max=2048),
     Param("L", "int", "sequence length", min=4, max=4096),
     Param("heads", "int_list", "head counts (each must divide D)", min=1, max=2048),
-    Param("lr", "float", "Adam learning rate (cosine schedule)", min=1e-6, max=1.0),
-    Param("steps", "int", "training steps", min=1, max=200000),
-    Param("batch", "int", "sequences per step", min=1, max=4096),
+    LR.described("Adam learning rate (cosine schedule)"),
+    STEPS.described("training steps"),
+    BATCH.described("sequences per step"),
     Param("ffn_mult", "int", "FFN width as a multiple of D", min=0, max=8),
     Param("n_eval", "int", "fresh evaluation sequences", min=16, max=65536),
-    Param("seeds", "int", "number of seeds, trained as replicas, each on its own training stream (a count); the "
-          "rows are judged over them", min=1, max=20),
-    Param("seed", "int", "the first seed: seeds seed, seed + 1, ... (moves every seed: initialisation and training "
-          "data; 0 in every preset)", min=0, max=10000),
+    SEEDS.described("number of seeds, trained as replicas, each on its own training stream (a count); the "
+          "rows are judged over them"),
+    SEED.described("the first seed: seeds seed, seed + 1, ... (moves every seed: initialisation and training "
+          "data; 0 in every preset)"),
 ) + RESUME_PARAMS
 # a run stops only when told (`-p time_limit MINUTES`: at the limit, saving its program's state, or between
 # programs; `-p checkpoint_every STEPS` saves more often); the same command resumes bit for bit

@@ -11,7 +11,7 @@ import numpy as np
 
 from attnlab.core.claims import TRAINED_RTOL, ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEED
 from attnlab.core.progress import tqdm
 from attnlab.papers.p003_allocation import jacobian as J
 from attnlab.papers.p003_allocation import paper
@@ -30,7 +30,7 @@ PARAMS = (
     Param("corpus_chars", "int", "characters of the corpus tokenised", min=20_000, max=5_000_000),
     Param("positions", "int", "evenly spaced query positions averaged for the 'mean over queries' curve",
           min=1, max=8192),
-    Param("seed", "int", "seed of the span sampling", min=0, max=2 ** 31 - 1),
+    SEED.described("seed of the span sampling"),
 )
 PRESETS = {
     "ci": {"model": "minilm", "layer": 0, "head": 0, "lengths": [4, 8, 16, 32, 64, 128, 256, 512], "sequences": 10,

@@ -14,7 +14,7 @@ import numpy as np
 from attnlab.core.checkpoint import RESUME_PARAMS, program_checkpoint
 from attnlab.core.claims import ClaimsTable, seed_summary
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import SEED, SEEDS, Param, ParameterError
+from attnlab.core.params import BATCH, LR, Param, ParameterError, SEED, SEEDS, STEPS
 from attnlab.papers.p003_allocation import lm, text
 
 PARAMS = (
@@ -33,9 +33,9 @@ PARAMS = (
           min=1, max=512),
     Param("fig9_head_counts", "int_list", "Fig. 9 sweep 2: numbers of heads (the paper: 1..32)", min=1, max=128),
     Param("ffn_mult", "float", "SwiGLU hidden width / d_model (not stated; Llama's 8/3)", min=0.25, max=16.0),
-    Param("steps", "int", "optimisation steps", min=1, max=1_000_000),
-    Param("batch", "int", "sequences per step (not stated; assumed 32)", min=1, max=4096),
-    Param("lr", "float", "AdamW peak learning rate (the paper: 3e-4)", min=1e-6, max=1.0),
+    STEPS.described("optimisation steps"),
+    BATCH.described("sequences per step (not stated; assumed 32)"),
+    LR.described("AdamW peak learning rate (the paper: 3e-4)"),
     Param("warmup", "int", "linear warm-up steps, then cosine decay (the paper: 200)", min=0, max=100_000),
     Param("beta2", "float", "AdamW beta_2 (not stated; nanoGPT's 0.95, torch's default 0.999)", min=0.5, max=0.99999),
     Param("weight_decay", "float", "AdamW weight decay (the paper: 0.1)", min=0.0, max=10.0),

@@ -9,7 +9,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable, bound
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEED
 from attnlab.core.progress import tqdm
 from attnlab.papers.p003_allocation import saturation as S
 
@@ -25,7 +25,7 @@ PARAMS = (
     Param("sigma_decay", "float", "ratio of consecutive singular values", min=0.05, max=1.0),
     Param("B", "float", "token norm", min=0.01, max=10.0),
     Param("comp_lengths", "int_list", "sequence lengths of the compression experiment", min=2, max=16384),
-    Param("seed", "int", "random seed", min=0, max=2 ** 31 - 1),
+    SEED.described("random seed"),
 )
 PRESETS = {
     "ci": {"lengths": [4, 8, 16, 32, 64, 128, 256, 512, 1024], "draws": 10, "deltas": [0.0, 0.5, 1.0, 2.0],

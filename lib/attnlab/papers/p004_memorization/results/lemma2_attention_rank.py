@@ -7,7 +7,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError, require_memory
+from attnlab.core.params import Param, ParameterError, require_memory, SEEDS
 from attnlab.core.progress import tqdm
 
 from .. import constructions
@@ -15,7 +15,7 @@ from .. import constructions
 
 LEMMA2 = (
     Param("configs", "int_rows", "[N, S, d, H, T_0] rows", min=1, max=4096, width=5),
-    Param("seeds", "int", "independent draws per config and W_QK choice (Lemma 3: generic draws)", min=1, max=1000),
+    SEEDS.described("independent draws per config and W_QK choice (Lemma 3: generic draws)"),
     Param("sweep", "int_rows", "configs [N, S, d, H, T_0max] whose rank is traced for T_0 = 1 ... T_0max", min=1, max=4096,
           width=5),
 )

@@ -8,7 +8,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError, require_memory
+from attnlab.core.params import Param, ParameterError, require_memory, SEED
 from attnlab.core.progress import tqdm
 
 from .. import constructions
@@ -18,7 +18,7 @@ from ..reference import EXACT, forward_per_head, forward_replica, forward_stacke
 SETUP = (
     Param("configs", "int_rows", "model configs [N, S, d, d_h, H]; d_h <= d", min=1, max=4096, width=5),
     Param("n_seq", "int", "sequences evaluated per config (all N^S when fewer)", min=1, max=100_000),
-    Param("seed", "int", "seed of the random weights and sequences", min=0, max=2**31 - 1),
+    SEED.described("seed of the random weights and sequences"),
 )
 
 

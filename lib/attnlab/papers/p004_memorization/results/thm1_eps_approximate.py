@@ -9,7 +9,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, ParameterError
+from attnlab.core.params import Param, ParameterError, SEED
 from attnlab.core.progress import tqdm
 
 from .. import approx, encoders
@@ -27,7 +27,7 @@ THM1EPS = (
     Param("pi_seed", "int", "seed of the prior and the conditionals", min=0, max=2**31 - 1),
     Param("restarts", "int", "LBFGS runs of the optimal-encoder fit", min=1, max=20),
     Param("max_iter", "int", "LBFGS iterations per run", min=1, max=100_000),
-    Param("seed", "int", "seed of the generic draws of the construction", min=0, max=2**31 - 1),
+    SEED.described("seed of the generic draws of the construction"),
     Param("qk", "str", "W_QK of each head", choices=("rank1", "full")),
 )
 

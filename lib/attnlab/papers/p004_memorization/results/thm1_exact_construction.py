@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, require_memory
+from attnlab.core.params import Param, require_memory, SEED
 from attnlab.core.progress import tqdm
 
 
@@ -18,7 +18,7 @@ THM1 = (
     Param("rank_sweep", "int_rows", "configs [N, S, d, d_h, H] whose rank of F is traced for T_0 = d + 1 ... cap + 10",
           min=1, max=4096, width=5),
     Param("qk", "str", "W_QK of each head: rank1 (Remark 2) or full (d_h x d factors)", choices=("rank1", "full")),
-    Param("seed", "int", "seed of the generic draws and of the look-up table", min=0, max=2**31 - 1),
+    SEED.described("seed of the generic draws and of the look-up table"),
 )
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from attnlab.core.claims import ClaimsTable
 from attnlab.core.experiment import Context, Experiment
-from attnlab.core.params import Param, require_memory
+from attnlab.core.params import Param, require_memory, SEED
 from attnlab.core.progress import tqdm
 
 from .. import theorem2 as t2
@@ -22,7 +22,7 @@ THM2 = (
     Param("n_seq", "int", "sequences per (config, noise level)", min=2, max=100_000),
     Param("alpha", "float", "Dirichlet concentration of the noise q on the N - 1 other tokens", min=1e-6,
           max=1e6),
-    Param("seed", "int", "seed of W, g and the noise", min=0, max=2**31 - 1),
+    SEED.described("seed of W, g and the noise"),
 )
 
 
