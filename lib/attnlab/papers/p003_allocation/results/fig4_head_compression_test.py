@@ -39,7 +39,7 @@ def test_small_run(tmp_path):
     assert sorted(ex.seed_tables(r)) == [0, 1, 2] and got["8"] in ("reproduced", "fails", "inconclusive")
     assert [c.ours for c in t.rows if c.key == "9"][0].endswith("3 seeds)")
     with pytest.raises(ParameterError, match="d_h"):
-        EXP.run(EXP.config("ci", d_h=[64], L=16, train_spans=2, eval_spans=1, steps=0, corpus_chars=40_000,
+        EXP.run(EXP.config("ci", d_h=[64], L=16, train_spans=2, eval_spans=1, steps=1, corpus_chars=40_000,
                            syn_lengths=[16], draws=1), store_root=tmp_path, progress=False)
 
 
@@ -69,7 +69,7 @@ def test_a_rope_teacher_through_the_real_loader(tmp_path, monkeypatch):
     assert tab[8]["init_mse"] < 1e-25 and tab[2]["init_mse"] > 0
     assert {c.key: c.verdict for c in ex.claims(r).rows}["7"] == "consistency check"
     with pytest.raises(ParameterError, match="even"):
-        EXP.run(EXP.config("ci", model="litellama", layer=1, d_h=[3], L=16, train_spans=2, eval_spans=1, steps=0,
+        EXP.run(EXP.config("ci", model="litellama", layer=1, d_h=[3], L=16, train_spans=2, eval_spans=1, steps=1,
                            corpus_chars=40_000, syn_lengths=[16], draws=1), store_root=tmp_path / "store", progress=False)
 
 
@@ -79,7 +79,7 @@ def test_missing_model_or_package_is_one_line(tmp_path, monkeypatch):
     import sys
 
     exp = ex.EXPERIMENTS[0]
-    small = dict(syn_lengths=[16, 32], draws=2, train_spans=2, eval_spans=1, steps=0, L=16, corpus_chars=20_000)
+    small = dict(syn_lengths=[16, 32], draws=2, train_spans=2, eval_spans=1, steps=1, L=16, corpus_chars=20_000)
     monkeypatch.setenv("ATTNLAB_MODELS", str(tmp_path / "models"))
     with pytest.raises(ParameterError) as e:
         exp.run(exp.config("full", **small), store_root=tmp_path / "s", progress=False)
